@@ -1,0 +1,68 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Every setting the service reads, read once from the environment and validated here.
+ * A bad value stops start-up with a message naming the variable and what it accepts.
+ */
+const roles = ['api', 'ingress', 'projector', 'scheduler'] as const;
+export type Role = (typeof roles)[number];
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+
+const schema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a postgres:// or postgresql:// connection string')
+    .optional(),
+  EVENTSTORE_URL: z
+    .string()
+    .regex(
+      /^(kurrentdb|esdb|kurrentdb\+discover|esdb\+discover|postgres|postgresql):\/\//,
+      'a kurrentdb://, esdb:// or postgres:// connection string',
+    )
+    .optional(),
+  DATA_DIR: z.string().min(1).default('.data'),
+  EMBEDDED_PG_PORT: port.default(54329),
+  HTTP_HOST: z.string().min(1).default('0.0.0.0'),
+  HTTP_PORT: port.default(8080),
+  MQTT_HOST: z.string().min(1).default('0.0.0.0'),
+  MQTT_PORT: port.default(8883),
+  MQTT_PUBLIC_URL: z.string().optional(),
+  MQTT_MAX_PACKET_BYTES: positiveInt.default(65536),
+  PUBLIC_BASE_URL: z.url().default('http://localhost:8080'),
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+  ROLES: z
+    .string()
+    .default(roles.join(','))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((r) => r.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.enum(roles)).min(1)),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PROJECTION_BATCH_SIZE: positiveInt.max(50_000).default(2000),
+  PROJECTION_IDLE_POLL_MS: positiveInt.default(500),
+  SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
+});
+
+export type Config = Readonly<
+  Omit<z.infer<typeof schema>, 'DATA_DIR'> & {
+    DATA_DIR: string;
+  }
+>;
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const variable = String(issue.path[0] ?? 'environment');
+    throw new ConfigError(`invalid configuration: ${variable}: ${issue.message}`);
+  }
+  return Object.freeze({ ...parsed.data, DATA_DIR: path.resolve(parsed.data.DATA_DIR) });
+}

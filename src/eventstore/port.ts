@@ -1,0 +1,141 @@
+/**
+ * The event-store port. Everything outside src/eventstore sees only this: positions are opaque strings
+ * that sort in global order (compare them with `comparePositions`, never parse them).
+ */
+
+/** What an append expects of the stream: that it does not exist, that it does, any state, or an exact revision. */
+export type ExpectedRevision = 'no_stream' | 'stream_exists' | 'any' | bigint;
+
+/** An event to append. `id` is a UUID chosen by the writer; appending the same ids again is a no-op. */
+export interface NewEvent<T extends string = string, D = unknown> {
+  readonly id: string;
+  readonly type: T;
+  readonly data: D;
+  readonly metadata?: Readonly<Record<string, unknown>>;
+}
+
+export interface RecordedEvent<T extends string = string, D = unknown> {
+  readonly id: string;
+  readonly type: T;
+  readonly data: D;
+  readonly metadata: Readonly<Record<string, unknown>>;
+  readonly streamName: string;
+  /** 0-based revision of the event in its stream. */
+  readonly revision: bigint;
+  /** Opaque, totally ordered position in the global order. */
+  readonly position: string;
+  readonly recordedAt: Date;
+}
+
+export interface AppendResult {
+  /** Revision of the last event of the stream after the append. */
+  readonly nextRevision: bigint;
+  /** Position of the last event written (or found, for an idempotent repeat). */
+  readonly position: string;
+}
+
+export interface StreamAppend {
+  readonly streamName: string;
+  readonly events: readonly NewEvent[];
+  readonly expectedRevision: ExpectedRevision;
+}
+
+export interface ReadAllOptions {
+  /** Exclusive: events strictly after this position. Omit to read from the start. */
+  readonly after?: string;
+  readonly maxCount: number;
+  /** Only these event types (the position still advances past the others). */
+  readonly eventTypes?: readonly string[];
+}
+
+export interface ReadAllPage {
+  readonly events: readonly RecordedEvent[];
+  /** Position to resume after; advances past filtered-out events too. Undefined when nothing was read. */
+  readonly lastPosition: string | undefined;
+  /** True when the page stopped at the current end of the visible global order. */
+  readonly atEnd: boolean;
+}
+
+export interface SubscribeOptions {
+  readonly after?: string;
+  readonly eventTypes?: readonly string[];
+  readonly signal?: AbortSignal;
+  /** Upper bound on events delivered in one batch. */
+  readonly batchSize?: number;
+}
+
+export interface Subscription {
+  /**
+   * Batches of events in global order, catching up then live. The iterator ends when the signal aborts.
+   * An empty batch signals the subscriber has caught up (it may carry a checkpoint position).
+   */
+  [Symbol.asyncIterator](): AsyncIterator<SubscriptionBatch>;
+}
+
+export interface SubscriptionBatch {
+  readonly events: readonly RecordedEvent[];
+  /** Position after this batch (including events the filter skipped); resume from here. */
+  readonly checkpoint: string | undefined;
+  readonly caughtUp: boolean;
+}
+
+export interface EventStore {
+  readonly kind: 'postgres' | 'kurrentdb';
+  append(streamName: string, events: readonly NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult>;
+  /**
+   * Appends to several streams. The Postgres adapter does it in one transaction (all or nothing);
+   * KurrentDB does it stream by stream, so callers rely only on per-stream atomicity there.
+   */
+  appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
+  /** The whole stream in revision order; an empty array when the stream does not exist. */
+  readStream(streamName: string, options?: { fromRevision?: bigint; maxCount?: number }): Promise<RecordedEvent[]>;
+  readAll(options: ReadAllOptions): Promise<ReadAllPage>;
+  subscribeToAll(options: SubscribeOptions): Subscription;
+  /** Position of the last event visible to readers of the global order, or undefined when the store is empty. */
+  headPosition(): Promise<string | undefined>;
+  comparePositions(a: string, b: string): number;
+  /** True when `position` has the shape of a position of this store (checked before trusting client input). */
+  isValidPosition(position: string): boolean;
+  /** True when the store answers; used by /health. */
+  ping(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/** The stream was not at the revision the append expected. */
+export class WrongExpectedRevisionError extends Error {
+  constructor(
+    readonly streamName: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super(`stream ${streamName}: expected revision ${String(expected)}, found ${String(actual)}`);
+    this.name = 'WrongExpectedRevisionError';
+  }
+}
+
+/** An event id was appended before with different content or to another stream. */
+export class DuplicateEventIdError extends Error {
+  constructor(
+    readonly eventId: string,
+    readonly streamName: string,
+  ) {
+    super(`event ${eventId} already exists outside this append to ${streamName}`);
+    this.name = 'DuplicateEventIdError';
+  }
+}
+
+/** The event store could not be reached or failed; the caller may retry later (maps to 503). */
+export class EventStoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'EventStoreUnavailableError';
+  }
+}
+
+/** A position string that this store did not produce (e.g. a forged or foreign Last-Event-ID). */
+export class InvalidPositionError extends Error {
+  constructor(readonly position: string) {
+    super(`not a position of this event store: ${JSON.stringify(position.slice(0, 80))}`);
+    this.name = 'InvalidPositionError';
+  }
+}

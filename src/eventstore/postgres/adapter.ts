@@ -1,0 +1,271 @@
+import pg from 'pg';
+import {
+  DuplicateEventIdError,
+  EventStoreUnavailableError,
+  WrongExpectedRevisionError,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadAllPage,
+  type RecordedEvent,
+  type StreamAppend,
+  type SubscribeOptions,
+  type Subscription,
+} from '../port.js';
+import { decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
+import { APPEND_EVENTS, APPEND_NOTIFICATION_CHANNEL, HEAD_POSITION, READ_ALL, READ_STREAM } from './sql.js';
+import { subscribeByPolling } from './subscription.js';
+
+const EXPECTED_CODES = { no_stream: -1n, any: -2n, stream_exists: -3n } as const;
+
+interface EventRow {
+  event_id: string;
+  event_type: string;
+  data: unknown;
+  metadata: Record<string, unknown>;
+  stream_name: string;
+  stream_revision: string;
+  transaction_id: string;
+  global_position: string;
+  recorded_at: Date;
+}
+
+/** Event store on PostgreSQL (see migrations 0001-0003). The pool is owned by the caller. */
+export class PostgresEventStore implements EventStore {
+  readonly kind = 'postgres' as const;
+  private readonly wakeups = new Set<() => void>();
+  private listener: pg.Client | undefined;
+  private listening: Promise<void> | undefined;
+
+  /** `connectionString` opens the one extra connection that LISTENs for appends. */
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly options: { connectionString: string; idlePollMs?: number },
+  ) {}
+
+  async append(
+    streamName: string,
+    events: readonly NewEvent[],
+    expectedRevision: ExpectedRevision,
+  ): Promise<AppendResult> {
+    const [result] = await this.appendMany([{ streamName, events, expectedRevision }]);
+    return result!;
+  }
+
+  async appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+    const nonEmpty = appends.filter((a) => a.events.length > 0);
+    if (nonEmpty.length === 0) throw new RangeError('append of no events');
+    // A unique violation on event_id means a concurrent twin of this append committed first; running it
+    // again finds the stored events and answers as a repeat.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.appendOnce(nonEmpty);
+      } catch (error) {
+        if (attempt < 2 && isUniqueViolation(error, 'events_event_id_key')) continue;
+        throw translate(error, undefined);
+      }
+    }
+  }
+
+  private async appendOnce(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+    const client = await this.connect();
+    const results: AppendResult[] = [];
+    try {
+      if (appends.length > 1) await client.query('BEGIN');
+      for (const append of appends) {
+        const { rows } = await this.appendOne(client, append);
+        const row = rows[0]!;
+        results.push({
+          nextRevision: BigInt(row.next_revision),
+          position: encodePgPosition(row.transaction_id, row.last_global_position),
+        });
+      }
+      if (appends.length > 1) await client.query('COMMIT');
+      return results;
+    } catch (error) {
+      if (appends.length > 1) await client.query('ROLLBACK').catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  private async appendOne(client: pg.PoolClient, append: StreamAppend) {
+    try {
+      return await client.query<{
+        next_revision: string;
+        transaction_id: string;
+        last_global_position: string;
+      }>(APPEND_EVENTS, [
+        append.streamName,
+        String(
+          typeof append.expectedRevision === 'bigint'
+            ? append.expectedRevision
+            : EXPECTED_CODES[append.expectedRevision],
+        ),
+        append.events.map((e) => e.id),
+        append.events.map((e) => e.type),
+        append.events.map((e) => JSON.stringify(e.data)),
+        append.events.map((e) => (e.metadata ? JSON.stringify(e.metadata) : null)),
+      ]);
+    } catch (error) {
+      throw isUniqueViolation(error, 'events_event_id_key') ? error : translate(error, append);
+    }
+  }
+
+  async readStream(
+    streamName: string,
+    options: { fromRevision?: bigint; maxCount?: number } = {},
+  ): Promise<RecordedEvent[]> {
+    const { rows } = await this.query<EventRow>(READ_STREAM, [
+      streamName,
+      String(options.fromRevision ?? 0n),
+      options.maxCount ?? null,
+    ]);
+    return rows.map(toRecordedEvent);
+  }
+
+  async readAll(options: ReadAllOptions): Promise<ReadAllPage> {
+    const after =
+      options.after === undefined
+        ? { transactionId: 0n, globalPosition: 0n }
+        : decodePgPosition(options.after);
+    const { rows } = await this.query<EventRow & { is_head: boolean }>(READ_ALL, [
+      String(after.transactionId),
+      String(after.globalPosition),
+      options.maxCount,
+      options.eventTypes ? [...options.eventTypes] : null,
+    ]);
+    const head = rows.at(-1)?.is_head ? rows.pop() : undefined;
+    const events = rows.map(toRecordedEvent);
+    const atEnd = events.length < options.maxCount;
+    let lastPosition = events.at(-1)?.position;
+    if (atEnd && head) {
+      const headPosition = encodePgPosition(head.transaction_id, head.global_position);
+      if (options.after === undefined || headPosition > options.after) lastPosition = headPosition;
+    }
+    return { events, lastPosition, atEnd };
+  }
+
+  subscribeToAll(options: SubscribeOptions): Subscription {
+    return subscribeByPolling(this, options, (wake) => this.onAppend(wake), this.options.idlePollMs ?? 250);
+  }
+
+  async headPosition(): Promise<string | undefined> {
+    const { rows } = await this.query<{ transaction_id: string; global_position: string }>(HEAD_POSITION, []);
+    const row = rows[0];
+    return row ? encodePgPosition(row.transaction_id, row.global_position) : undefined;
+  }
+
+  comparePositions(a: string, b: string): number {
+    decodePgPosition(a);
+    decodePgPosition(b);
+    return a < b ? -1 : a > b ? 1 : 0;
+  }
+
+  isValidPosition(position: string): boolean {
+    return isPgPosition(position);
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      await this.pool.query('SELECT 1 FROM eventstore.streams LIMIT 1');
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    const listener = this.listener;
+    this.listener = undefined;
+    this.listening = undefined;
+    this.wakeups.clear();
+    await listener?.end().catch(() => {});
+  }
+
+  /** Registers a wake-up on every append notification; returns the unregister function. */
+  private onAppend(wake: () => void): () => void {
+    this.wakeups.add(wake);
+    this.listening ??= this.listen().catch(() => {
+      // Polling still delivers everything; the next subscriber retries LISTEN.
+      this.listening = undefined;
+    });
+    return () => this.wakeups.delete(wake);
+  }
+
+  private async listen(): Promise<void> {
+    // A dedicated connection: a pooled client carrying a LISTEN would hand it to unrelated work.
+    const dedicated = new pg.Client({ connectionString: this.options.connectionString });
+    dedicated.on('notification', () => {
+      for (const wake of this.wakeups) wake();
+    });
+    dedicated.on('error', () => {
+      this.listener = undefined;
+      this.listening = undefined;
+    });
+    await dedicated.connect();
+    await dedicated.query(`LISTEN ${APPEND_NOTIFICATION_CHANNEL}`);
+    this.listener = dedicated;
+  }
+
+  private async connect(): Promise<pg.PoolClient> {
+    try {
+      return await this.pool.connect();
+    } catch (error) {
+      throw new EventStoreUnavailableError('event store database unreachable', { cause: error });
+    }
+  }
+
+  private async query<R extends pg.QueryResultRow>(
+    text: string,
+    values: unknown[],
+  ): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (error) {
+      throw translate(error, undefined);
+    }
+  }
+}
+
+function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    type: row.event_type,
+    data: row.data,
+    metadata: row.metadata,
+    streamName: row.stream_name,
+    revision: BigInt(row.stream_revision),
+    position: encodePgPosition(row.transaction_id, row.global_position),
+    recordedAt: row.recorded_at,
+  };
+}
+
+function isUniqueViolation(error: unknown, constraint: string): boolean {
+  const e = error as { code?: string; constraint?: string };
+  return e.code === '23505' && e.constraint === constraint;
+}
+
+function translate(error: unknown, append: StreamAppend | undefined): Error {
+  const e = error as { code?: string; detail?: string; message?: string };
+  if (e.code === 'DC001' && append) {
+    const actual = e.detail === 'no_stream' || e.detail === undefined ? 'no_stream' : BigInt(e.detail);
+    return new WrongExpectedRevisionError(append.streamName, append.expectedRevision, actual);
+  }
+  if (e.code === 'DC002' && append) {
+    return new DuplicateEventIdError(e.detail ?? 'unknown', append.streamName);
+  }
+  if (isConnectionFailure(e.code, e.message)) {
+    return new EventStoreUnavailableError('event store database unavailable', { cause: error });
+  }
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function isConnectionFailure(code: string | undefined, message: string | undefined): boolean {
+  if (code && (code.startsWith('08') || code === '57P01' || code === '57P03' || code === 'ECONNREFUSED'))
+    return true;
+  return /Connection terminated|ECONNREFUSED|connect ETIMEDOUT/.test(message ?? '');
+}

@@ -1,0 +1,54 @@
+/** The statements the Postgres adapter runs; the append logic itself is the append_events SQL function. */
+
+export const APPEND_EVENTS = `
+  SELECT next_revision, last_transaction_id::text AS transaction_id, last_global_position
+    FROM eventstore.append_events($1, $2, $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])`;
+
+export const READ_STREAM = `
+  SELECT event_id, event_type, data, metadata, stream_name, stream_revision,
+         transaction_id::text AS transaction_id, global_position, recorded_at
+    FROM eventstore.events
+   WHERE stream_name = $1 AND stream_revision >= $2
+   ORDER BY stream_revision
+   LIMIT $3`;
+
+/**
+ * One page of the global order after ($1, $2), only from transactions older than every running one, so
+ * nothing can later commit before a position a reader has passed. The last row (is_head) carries the
+ * newest visible position, so a filtered reader can move its checkpoint past events it did not want.
+ */
+export const READ_ALL = `
+  WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+  page AS (
+    SELECT e.event_id, e.event_type, e.data, e.metadata, e.stream_name, e.stream_revision,
+           e.transaction_id, e.global_position, e.recorded_at
+      FROM eventstore.events e, horizon h
+     WHERE (e.transaction_id, e.global_position) > ($1::text::xid8, $2::bigint)
+       AND e.transaction_id < h.xmin
+       AND ($4::text[] IS NULL OR e.event_type = ANY ($4::text[]))
+     ORDER BY e.transaction_id, e.global_position
+     LIMIT $3
+  ),
+  head AS (
+    SELECT e.transaction_id, e.global_position
+      FROM eventstore.events e, horizon h
+     WHERE e.transaction_id < h.xmin
+     ORDER BY e.transaction_id DESC, e.global_position DESC
+     LIMIT 1
+  )
+  SELECT false AS is_head, p.event_id, p.event_type, p.data, p.metadata, p.stream_name, p.stream_revision,
+         p.transaction_id, p.global_position, p.recorded_at
+    FROM page p
+  UNION ALL
+  SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, h.transaction_id, h.global_position, NULL
+    FROM head h
+  ORDER BY is_head, transaction_id, global_position`;
+
+export const HEAD_POSITION = `
+  SELECT e.transaction_id::text AS transaction_id, e.global_position
+    FROM eventstore.events e
+   WHERE e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+   ORDER BY e.transaction_id DESC, e.global_position DESC
+   LIMIT 1`;
+
+export const APPEND_NOTIFICATION_CHANNEL = 'eventstore_append';

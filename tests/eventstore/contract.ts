@@ -1,0 +1,255 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import {
+  DuplicateEventIdError,
+  WrongExpectedRevisionError,
+  type EventStore,
+  type NewEvent,
+  type RecordedEvent,
+} from '../../src/eventstore/port.js';
+
+/**
+ * The behaviour every event-store adapter must show. `burst` writes `transactions` appends concurrently,
+ * in a way that makes commits finish out of order where the adapter can be made to (Postgres: random
+ * delays inside open transactions); it returns the ids it wrote.
+ */
+export interface ContractTarget {
+  store: EventStore;
+  burst(transactions: number, eventsEach: number): Promise<string[]>;
+}
+
+export function eventStoreContract(open: () => Promise<ContractTarget & { close(): Promise<void> }>) {
+  let target: ContractTarget & { close(): Promise<void> };
+  let store: EventStore;
+  const stream = () => `contract-${randomUUID()}`;
+
+  beforeEach(async function () {
+    target = await open();
+    store = target.store;
+  });
+  afterEach(async () => {
+    await target?.close();
+  });
+
+  describe('append and read a stream', () => {
+    it('appends to a new stream and reads the events back in order', async () => {
+      const name = stream();
+      const result = await store.append(
+        name,
+        [event('Opened', { n: 1 }), event('Renamed', { n: 2 })],
+        'no_stream',
+      );
+      expect(result.nextRevision).to.equal(1n);
+      const read = await store.readStream(name);
+      expect(read.map((e) => [e.type, e.revision, (e.data as { n: number }).n])).to.deep.equal([
+        ['Opened', 0n, 1],
+        ['Renamed', 1n, 2],
+      ]);
+      expect(read[1]!.position).to.equal(result.position);
+      expect(store.comparePositions(read[0]!.position, read[1]!.position)).to.equal(-1);
+    });
+
+    it('reads a missing stream as empty', async () => {
+      expect(await store.readStream(stream())).to.deep.equal([]);
+    });
+
+    it('keeps data and metadata as JSON', async () => {
+      const name = stream();
+      await store.append(
+        name,
+        [{ ...event('Tagged', { nested: { a: [1, 'x', true, null] } }), metadata: { by: 'test' } }],
+        'any',
+      );
+      const [read] = await store.readStream(name);
+      expect(read!.data).to.deep.equal({ nested: { a: [1, 'x', true, null] } });
+      expect(read!.metadata).to.deep.equal({ by: 'test' });
+    });
+  });
+
+  describe('expected revision', () => {
+    it('refuses no_stream on an existing stream with a typed error carrying the actual revision', async () => {
+      const name = stream();
+      await store.append(name, [event('A'), event('B')], 'no_stream');
+      const error = await rejection(store.append(name, [event('C')], 'no_stream'));
+      expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+      expect((error as WrongExpectedRevisionError).actual).to.equal(1n);
+    });
+
+    it('refuses a stale exact revision and accepts the current one', async () => {
+      const name = stream();
+      await store.append(name, [event('A')], 'no_stream');
+      await store.append(name, [event('B')], 0n);
+      const error = await rejection(store.append(name, [event('C')], 0n));
+      expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+      expect((error as WrongExpectedRevisionError).actual).to.equal(1n);
+      expect((await store.append(name, [event('C')], 1n)).nextRevision).to.equal(2n);
+    });
+
+    it('refuses stream_exists and an exact revision on a missing stream', async () => {
+      const e1 = await rejection(store.append(stream(), [event('A')], 'stream_exists'));
+      expect(e1).to.be.instanceOf(WrongExpectedRevisionError);
+      expect((e1 as WrongExpectedRevisionError).actual).to.equal('no_stream');
+      const e2 = await rejection(store.append(stream(), [event('A')], 0n));
+      expect(e2).to.be.instanceOf(WrongExpectedRevisionError);
+    });
+
+    it('lets exactly one of many concurrent appends at the same revision win', async () => {
+      const name = stream();
+      await store.append(name, [event('A')], 'no_stream');
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 12 }, (_, i) => store.append(name, [event('Raced', { i })], 0n)),
+      );
+      const won = outcomes.filter((o) => o.status === 'fulfilled');
+      expect(won).to.have.length(1);
+      for (const lost of outcomes.filter((o) => o.status === 'rejected')) {
+        expect((lost as PromiseRejectedResult).reason).to.be.instanceOf(WrongExpectedRevisionError);
+      }
+      expect(await store.readStream(name)).to.have.length(2);
+    });
+
+    it('appends with any whatever the stream holds', async () => {
+      const name = stream();
+      await store.append(name, [event('A')], 'any');
+      const result = await store.append(name, [event('B'), event('C')], 'any');
+      expect(result.nextRevision).to.equal(2n);
+    });
+  });
+
+  describe('idempotent append by event id', () => {
+    it('stores a repeated append once and answers it like the first', async () => {
+      const name = stream();
+      const batch = [event('A'), event('B')];
+      const first = await store.append(name, batch, 'no_stream');
+      const again = await store.append(name, batch, 'no_stream');
+      expect(again).to.deep.equal(first);
+      const againAny = await store.append(name, batch, 'any');
+      expect(againAny.position).to.equal(first.position);
+      expect(await store.readStream(name)).to.have.length(2);
+    });
+
+    it('stores concurrent identical appends once', async () => {
+      const name = stream();
+      const batch = [event('A'), event('B')];
+      const results = await Promise.all(Array.from({ length: 8 }, () => store.append(name, batch, 'any')));
+      expect(new Set(results.map((r) => r.position)).size).to.equal(1);
+      expect(await store.readStream(name)).to.have.length(2);
+    });
+
+    it('refuses an event id that already sits in another stream', async () => {
+      const shared = event('A');
+      await store.append(stream(), [shared], 'any');
+      const error = await rejection(store.append(stream(), [shared], 'any'));
+      expect(error).to.be.instanceOf(DuplicateEventIdError);
+    });
+  });
+
+  describe('global order', () => {
+    it('reads the global order in pages and resumes exactly after a saved position', async () => {
+      const before = await store.headPosition();
+      const names = [stream(), stream()];
+      for (let i = 0; i < 10; i++) await store.append(names[i % 2]!, [event('N', { i })], 'any');
+      const seen = await readEverything(store, before, 3, names);
+      expect(seen.map((e) => (e.data as { i: number }).i)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      const resumed = await readEverything(store, seen[4]!.position, 100, names);
+      expect(resumed.map((e) => (e.data as { i: number }).i)).to.deep.equal([5, 6, 7, 8, 9]);
+    });
+
+    it('filters by event type and still moves the position past what it skipped', async () => {
+      const before = await store.headPosition();
+      const name = stream();
+      const wanted = `Wanted${randomUUID().slice(0, 8)}`;
+      await store.append(name, [event('Other'), event(wanted, { k: 1 }), event('Other')], 'no_stream');
+      const page = await store.readAll({ after: before, maxCount: 100, eventTypes: [wanted] });
+      expect(page.events.map((e) => e.type)).to.deep.equal([wanted]);
+      expect(page.atEnd).to.equal(true);
+      const last = (await store.readStream(name)).at(-1)!;
+      expect(store.comparePositions(page.lastPosition!, last.position)).to.be.at.least(0);
+    });
+
+    it('delivers every event exactly once, in position order, to subscribers started before, during and after a burst of concurrent transactions', async function () {
+      this.timeout(60_000);
+      const start = await store.headPosition();
+      const controller = new AbortController();
+      const collect = (from: string | undefined) => collectUntil(store, from, controller.signal);
+      const early = collect(start);
+      const burst = target.burst(30, 4);
+      await sleep(30);
+      const during = collect(start);
+      const ids = await burst;
+      const late = collect(start);
+      const expected = new Set(ids);
+      const results = await Promise.all([early, during, late].map((c) => c.until(expected)));
+      controller.abort();
+      for (const seen of results) {
+        const ours = seen.filter((e) => expected.has(e.id));
+        expect(ours.map((e) => e.id)).to.have.members(ids);
+        expect(new Set(ours.map((e) => e.id)).size).to.equal(ours.length, 'no event twice');
+        const positions = seen.map((e) => e.position);
+        expect(positions).to.deep.equal([...positions].sort((a, b) => store.comparePositions(a, b)));
+      }
+    });
+
+    it('resumes a subscription from a saved position with exactly what followed it', async () => {
+      const name = stream();
+      await store.append(name, [event('A'), event('B'), event('C'), event('D')], 'no_stream');
+      const all = await store.readStream(name);
+      const controller = new AbortController();
+      const got = await collectUntil(store, all[1]!.position, controller.signal).until(new Set([all[3]!.id]));
+      controller.abort();
+      expect(got.filter((e) => e.streamName === name).map((e) => e.type)).to.deep.equal(['C', 'D']);
+    });
+  });
+}
+
+export function event(type: string, data: Record<string, unknown> = {}): NewEvent {
+  return { id: randomUUID(), type, data };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+async function readEverything(
+  store: EventStore,
+  after: string | undefined,
+  pageSize: number,
+  streams: string[],
+) {
+  const out: RecordedEvent[] = [];
+  for (;;) {
+    const page = await store.readAll({ after, maxCount: pageSize });
+    out.push(...page.events.filter((e) => streams.includes(e.streamName)));
+    if (page.lastPosition !== undefined) after = page.lastPosition;
+    if (page.atEnd) return out;
+  }
+}
+
+function collectUntil(store: EventStore, after: string | undefined, signal: AbortSignal) {
+  const seen: RecordedEvent[] = [];
+  const running = (async () => {
+    for await (const batch of store.subscribeToAll({ after, signal, batchSize: 7 }))
+      seen.push(...batch.events);
+  })();
+  return {
+    async until(ids: Set<string>, timeoutMs = 30_000): Promise<RecordedEvent[]> {
+      const deadline = Date.now() + timeoutMs;
+      while ([...ids].some((id) => !seen.some((e) => e.id === id))) {
+        if (Date.now() > deadline)
+          throw new Error(`subscriber saw ${seen.length} events, not all ${ids.size} expected`);
+        await sleep(20);
+      }
+      await sleep(100); // give a duplicate the chance to show up
+      void running;
+      return [...seen];
+    },
+  };
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

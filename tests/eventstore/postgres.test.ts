@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import type pg from 'pg';
+import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { eventStoreContract, sleep } from './contract.js';
+
+/** Appends one event per transaction, each transaction held open for a random while after it wrote. */
+async function slowTransactions(pool: pg.Pool, transactions: number, eventsEach: number): Promise<string[]> {
+  const ids: string[] = [];
+  await Promise.all(
+    Array.from({ length: transactions }, async () => {
+      const batch = Array.from({ length: eventsEach }, () => randomUUID());
+      ids.push(...batch);
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        await client.query(
+          `SELECT eventstore.append_events($1, -2, $2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[])`,
+          [
+            `burst-${randomUUID()}`,
+            batch,
+            batch.map(() => 'Burst'),
+            batch.map(() => '{}'),
+            batch.map(() => null),
+          ],
+        );
+        await sleep(Math.random() * 60);
+        await client.query('COMMIT');
+      } finally {
+        client.release();
+      }
+    }),
+  );
+  return ids;
+}
+
+describe('event store contract: PostgreSQL adapter', () => {
+  eventStoreContract(async () => {
+    const db = await freshDatabase();
+    const store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    return {
+      store,
+      burst: (n, each) => slowTransactions(db.pool, n, each),
+      async close() {
+        await store.close();
+        await db.drop();
+      },
+    };
+  });
+});
+
+/**
+ * The counter-example the ordering case guards against: a reader that pages by a bigserial position
+ * alone. A transaction that took a lower position but commits later is skipped for ever.
+ */
+async function naiveBigserialRead(pool: pg.Pool, after: bigint): Promise<{ id: string; gp: bigint }[]> {
+  const { rows } = await pool.query<{ event_id: string; global_position: string }>(
+    'SELECT event_id, global_position FROM eventstore.events WHERE global_position > $1 ORDER BY global_position',
+    [String(after)],
+  );
+  return rows.map((r) => ({ id: r.event_id, gp: BigInt(r.global_position) }));
+}
+
+describe('global order under out-of-order commits (PostgreSQL)', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+  beforeEach(async () => {
+    db = await freshDatabase();
+    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+  });
+  afterEach(async () => {
+    await store.close();
+    await db.drop();
+  });
+
+  it('a naive bigserial reader skips an event committed out of order; our reader does not', async () => {
+    const slow = await db.pool.connect();
+    const earlyId = randomUUID();
+    await slow.query('BEGIN');
+    await slow.query(
+      `SELECT eventstore.append_events('slow', -2, $1::uuid[], '{Slow}', '{"{}"}', '{NULL}')`,
+      [[earlyId]],
+    );
+    const fast = await store.append('fast', [{ id: randomUUID(), type: 'Fast', data: {} }], 'any');
+
+    const naiveSeen = await naiveBigserialRead(db.pool, 0n);
+    const naiveCheckpoint = naiveSeen.at(-1)!.gp;
+    const ours = await store.readAll({ maxCount: 100 });
+    expect(ours.events, 'ours waits for the open transaction').to.have.length(0);
+
+    await slow.query('COMMIT');
+    slow.release();
+
+    const naiveAfter = await naiveBigserialRead(db.pool, naiveCheckpoint);
+    const naiveTotal = [...naiveSeen, ...naiveAfter].map((e) => e.id);
+    expect(naiveTotal, 'the naive reader never sees the early event').to.not.include(earlyId);
+
+    const oursAfter = await store.readAll({ maxCount: 100 });
+    expect(oursAfter.events.map((e) => e.type)).to.deep.equal(['Slow', 'Fast']);
+    expect(oursAfter.events[1]!.position).to.equal(fast.position);
+  });
+
+  it('a naive reader polling during a random burst misses events that ours delivers', async function () {
+    this.timeout(60_000);
+    const naive: string[] = [];
+    let last = 0n;
+    let polling = true;
+    const poller = (async () => {
+      while (polling) {
+        for (const row of await naiveBigserialRead(db.pool, last)) {
+          naive.push(row.id);
+          last = row.gp;
+        }
+        await sleep(2);
+      }
+    })();
+    const ids = await slowTransactions(db.pool, 40, 3);
+    polling = false;
+    await poller;
+    const ours = (await store.readAll({ maxCount: 10_000 })).events.map((e) => e.id);
+    expect(ours).to.have.members(ids);
+    expect(naive.length, 'naive reader missed events').to.be.lessThan(ids.length);
+  });
+
+  it('appendMany writes all streams or none', async () => {
+    await store.append('taken', [{ id: randomUUID(), type: 'A', data: {} }], 'no_stream');
+    let failed = false;
+    try {
+      await store.appendMany([
+        {
+          streamName: 'fresh',
+          events: [{ id: randomUUID(), type: 'A', data: {} }],
+          expectedRevision: 'no_stream',
+        },
+        {
+          streamName: 'taken',
+          events: [{ id: randomUUID(), type: 'B', data: {} }],
+          expectedRevision: 'no_stream',
+        },
+      ]);
+    } catch {
+      failed = true;
+    }
+    expect(failed).to.equal(true);
+    expect(await store.readStream('fresh')).to.deep.equal([]);
+  });
+});

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import pg from 'pg';
+import { createLogger } from '../../src/infra/logger.js';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/postgres/embedded.js';
+import { migrate } from '../../src/infra/postgres/migrate.js';
+import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
+
+/**
+ * Tests run against a real PostgreSQL: the server named by DATABASE_URL when set (CI's own server), else an
+ * embedded cluster under .data/test. Each suite gets its own fresh database cloned from a migrated template.
+ */
+let server: Promise<{ adminUrl: string; embedded?: EmbeddedDatabase }> | undefined;
+let template: Promise<string> | undefined;
+const created: string[] = [];
+
+function startServer() {
+  server ??= (async () => {
+    const external = process.env.DATABASE_URL;
+    if (external) return { adminUrl: external };
+    const embedded = await startEmbeddedPostgres({
+      dataDir: path.resolve('.data/test'),
+      port: Number(process.env.TEST_EMBEDDED_PG_PORT ?? 54339),
+      logger: createLogger('warn'),
+      databaseName: 'postgres',
+    });
+    return { adminUrl: embedded.url, embedded };
+  })();
+  return server;
+}
+
+function withDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = '/' + name;
+  return u.toString();
+}
+
+async function adminQuery(sql: string): Promise<void> {
+  const { adminUrl } = await startServer();
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function migratedTemplate(): Promise<string> {
+  template ??= (async () => {
+    const { adminUrl } = await startServer();
+    const name = `dc_template_${process.pid}_${randomBytes(3).toString('hex')}`;
+    await adminQuery(`CREATE DATABASE ${name}`);
+    created.push(name);
+    const pool = createPool(withDatabase(adminUrl, name), { max: 2 });
+    try {
+      await migrate(pool);
+    } finally {
+      await pool.end();
+    }
+    return name;
+  })();
+  return template;
+}
+
+export interface TestDatabase {
+  readonly url: string;
+  readonly pool: Pool;
+  drop(): Promise<void>;
+}
+
+/** A new database with every migration applied. */
+export async function freshDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
+  const { adminUrl } = await startServer();
+  const name = `dc_test_${randomBytes(5).toString('hex')}`;
+  if (options.migrated === false) {
+    await adminQuery(`CREATE DATABASE ${name}`);
+  } else {
+    await adminQuery(`CREATE DATABASE ${name} TEMPLATE ${await migratedTemplate()}`);
+  }
+  created.push(name);
+  const url = withDatabase(adminUrl, name);
+  const pool = createPool(url, { max: 20, applicationName: 'device-cloud-test' });
+  return {
+    url,
+    pool,
+    async drop() {
+      await pool.end().catch(() => {});
+      await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      created.splice(created.indexOf(name), 1);
+    },
+  };
+}
+
+/** Drops what the run created and stops the embedded cluster if this run started it. */
+export async function releaseTestServer(): Promise<void> {
+  if (!server) return;
+  for (const name of [...created].reverse()) {
+    await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+  }
+  const { embedded } = await server;
+  await embedded?.stop();
+}
+
+/** The connection string of the test server's admin database (for child processes that need their own). */
+export async function testServerAdminUrl(): Promise<string> {
+  return (await startServer()).adminUrl;
+}
