@@ -81,14 +81,21 @@ export interface SubscriptionBatch {
 
 export interface EventStore {
   readonly kind: 'postgres' | 'kurrentdb';
-  append(streamName: string, events: readonly NewEvent[], expectedRevision: ExpectedRevision): Promise<AppendResult>;
+  append(
+    streamName: string,
+    events: readonly NewEvent[],
+    expectedRevision: ExpectedRevision,
+  ): Promise<AppendResult>;
   /**
    * Appends to several streams. The Postgres adapter does it in one transaction (all or nothing);
    * KurrentDB does it stream by stream, so callers rely only on per-stream atomicity there.
    */
   appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
   /** The whole stream in revision order; an empty array when the stream does not exist. */
-  readStream(streamName: string, options?: { fromRevision?: bigint; maxCount?: number }): Promise<RecordedEvent[]>;
+  readStream(
+    streamName: string,
+    options?: { fromRevision?: bigint; maxCount?: number },
+  ): Promise<RecordedEvent[]>;
   readAll(options: ReadAllOptions): Promise<ReadAllPage>;
   subscribeToAll(options: SubscribeOptions): Subscription;
   /** Position of the last event visible to readers of the global order, or undefined when the store is empty. */
@@ -96,6 +103,8 @@ export interface EventStore {
   comparePositions(a: string, b: string): number;
   /** True when `position` has the shape of a position of this store (checked before trusting client input). */
   isValidPosition(position: string): boolean;
+  /** How many events of these types the store holds, where it can tell cheaply (progress bars' ETA). */
+  countEvents?(eventTypes: readonly string[]): Promise<number>;
   /** True when the store answers; used by /health. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

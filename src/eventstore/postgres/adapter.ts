@@ -15,7 +15,14 @@ import {
   type Subscription,
 } from '../port.js';
 import { decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
-import { APPEND_EVENTS, APPEND_NOTIFICATION_CHANNEL, HEAD_POSITION, READ_ALL, READ_STREAM } from './sql.js';
+import {
+  APPEND_EVENTS,
+  APPEND_NOTIFICATION_CHANNEL,
+  COUNT_EVENTS,
+  HEAD_POSITION,
+  READ_ALL,
+  READ_STREAM,
+} from './sql.js';
 import { subscribeByPolling } from './subscription.js';
 
 const EXPECTED_CODES = { no_stream: -1n, any: -2n, stream_exists: -3n } as const;
@@ -157,6 +164,11 @@ export class PostgresEventStore implements EventStore {
     const { rows } = await this.query<{ transaction_id: string; global_position: string }>(HEAD_POSITION, []);
     const row = rows[0];
     return row ? encodePgPosition(row.transaction_id, row.global_position) : undefined;
+  }
+
+  async countEvents(eventTypes: readonly string[]): Promise<number> {
+    const { rows } = await this.query<{ n: string }>(COUNT_EVENTS, [[...eventTypes]]);
+    return Number(rows[0]!.n);
   }
 
   comparePositions(a: string, b: string): number {

@@ -52,3 +52,5 @@ export const HEAD_POSITION = `
    LIMIT 1`;
 
 export const APPEND_NOTIFICATION_CHANNEL = 'eventstore_append';
+
+export const COUNT_EVENTS = 'SELECT count(*) AS n FROM eventstore.events WHERE event_type = ANY ($1::text[])';

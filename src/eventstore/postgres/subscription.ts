@@ -16,7 +16,7 @@ export function subscribeByPolling(
     async *[Symbol.asyncIterator](): AsyncGenerator<SubscriptionBatch> {
       let after = options.after;
       let signalledCaughtUp = false;
-      let woken = false;
+      let woken: boolean;
       let wake: (() => void) | undefined;
       const unregister = onAppend(() => {
         woken = true;

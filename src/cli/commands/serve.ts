@@ -1,0 +1,36 @@
+import { loadConfig, type Role } from '../../config.js';
+import { createLogger } from '../../infra/logger.js';
+import { startService } from '../../runtime/service.js';
+import { CliError } from '../output.js';
+
+const ROLES: readonly Role[] = ['api', 'ingress', 'projector', 'scheduler'];
+
+export async function serve(options: { roles?: string }): Promise<void> {
+  const config = loadConfig();
+  const roles = options.roles ? parseRoles(options.roles) : config.ROLES;
+  const logger = createLogger(config.LOG_LEVEL);
+  const service = await startService(config, logger, roles);
+  await new Promise<void>((resolve) => {
+    const shutdown = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'shutdown requested');
+      service.stop().then(resolve, (error: unknown) => {
+        logger.error({ err: error }, 'unclean shutdown');
+        process.exitCode = 1;
+        resolve();
+      });
+    };
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+  });
+}
+
+function parseRoles(list: string): Role[] {
+  const roles = list.split(',').map((r) => r.trim());
+  const unknown = roles.filter((r) => !ROLES.includes(r as Role));
+  if (unknown.length > 0 || roles.length === 0) {
+    throw new CliError(
+      `--roles: unknown role ${unknown.join(', ') || '(none)'}; allowed: ${ROLES.join(', ')}`,
+    );
+  }
+  return roles as Role[];
+}

@@ -1,0 +1,25 @@
+import type { Pool } from '../infra/postgres/pool.js';
+import type { EventStore } from './port.js';
+import { PostgresEventStore } from './postgres/adapter.js';
+
+/**
+ * Chooses the adapter from EVENTSTORE_URL: a kurrentdb:// or esdb:// connection string selects KurrentDB;
+ * otherwise events live in the service's own PostgreSQL database.
+ */
+export async function openEventStore(options: {
+  eventStoreUrl: string | undefined;
+  pool: Pool;
+  databaseUrl: string;
+}): Promise<EventStore> {
+  const url = options.eventStoreUrl;
+  if (url && /^(kurrentdb|esdb)(\+discover)?:\/\//.test(url)) {
+    const { createKurrentDbEventStore } = await import('./kurrentdb/adapter.js');
+    return createKurrentDbEventStore(url);
+  }
+  if (url && url !== options.databaseUrl) {
+    throw new Error(
+      'EVENTSTORE_URL may name a KurrentDB server; a Postgres event store lives in DATABASE_URL',
+    );
+  }
+  return new PostgresEventStore(options.pool, { connectionString: options.databaseUrl });
+}

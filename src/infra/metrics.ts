@@ -1,0 +1,53 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The process's one metrics registry, served on GET /metrics. */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'devcloud_http_requests_total',
+      help: 'HTTP requests by route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'devcloud_http_request_duration_seconds',
+      help: 'HTTP request duration',
+      labelNames: ['method', 'route'] as const,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    projectedEvents: new Counter({
+      name: 'devcloud_projection_events_total',
+      help: 'Events applied by each projector',
+      labelNames: ['projector'] as const,
+      registers: [registry],
+    }),
+    projectionBatches: new Counter({
+      name: 'devcloud_projection_batches_total',
+      help: 'Batches committed by each projector',
+      labelNames: ['projector'] as const,
+      registers: [registry],
+    }),
+    mqttRejected: new Counter({
+      name: 'devcloud_mqtt_rejected_total',
+      help: 'MQTT connections, subscriptions and messages refused, by reason',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    readingsStored: new Counter({
+      name: 'devcloud_readings_stored_total',
+      help: 'Readings appended to the event store',
+      registers: [registry],
+    }),
+    liveStreams: new Gauge({
+      name: 'devcloud_live_streams',
+      help: 'Open SSE live streams',
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

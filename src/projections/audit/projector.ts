@@ -1,0 +1,36 @@
+import { readFileSync } from 'node:fs';
+import { eventTypes } from '../../domain/events/index.js';
+import type { Projector } from '../projector.js';
+
+const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
+
+// Replaying a batch twice is harmless: a position already present is left as it is.
+const INSERT_AUDIT_ROWS = `
+  INSERT INTO audit_log (position, event_id, stream_name, stream_revision, event_type, recorded_at, data, metadata)
+  SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::timestamptz[], $7::jsonb[], $8::jsonb[])
+  ON CONFLICT (position) DO NOTHING`;
+
+/** The audit log projector; by default it follows every event type that is kept for ever. */
+export function auditProjector(
+  types: readonly string[] = eventTypes((d) => d.retention === 'forever'),
+): Projector {
+  return {
+    name: 'audit',
+    version: 1,
+    eventTypes: types,
+    tables: ['audit_log'],
+    schemaSql,
+    async apply(events, db) {
+      await db.query(INSERT_AUDIT_ROWS, [
+        events.map((e) => e.position),
+        events.map((e) => e.id),
+        events.map((e) => e.streamName),
+        events.map((e) => String(e.revision)),
+        events.map((e) => e.type),
+        events.map((e) => e.recordedAt.toISOString()),
+        events.map((e) => JSON.stringify(e.data)),
+        events.map((e) => JSON.stringify(e.metadata)),
+      ]);
+    },
+  };
+}

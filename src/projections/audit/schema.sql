@@ -1,0 +1,13 @@
+-- The audit trail: every control-plane event in global order, for auditors who replay grants and commands.
+CREATE TABLE IF NOT EXISTS audit_log (
+  position text PRIMARY KEY,
+  event_id uuid NOT NULL UNIQUE,
+  stream_name text NOT NULL,
+  stream_revision bigint NOT NULL,
+  event_type text NOT NULL,
+  recorded_at timestamptz NOT NULL,
+  data jsonb NOT NULL,
+  metadata jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_log_stream ON audit_log (stream_name, stream_revision);
+CREATE INDEX IF NOT EXISTS audit_log_type_time ON audit_log (event_type, recorded_at);

@@ -1,0 +1,80 @@
+import type { Pool, PoolClient } from '../infra/postgres/pool.js';
+import type { Projector } from './projector.js';
+
+export interface Checkpoint {
+  readonly position: string | undefined;
+  readonly version: number;
+  readonly eventsApplied: bigint;
+  readonly updatedAt: Date;
+}
+
+/** Creates the projector's live tables and its checkpoint row if they are missing. */
+export async function installProjector(pool: Pool, projector: Projector): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`projector-install:${projector.name}`]);
+    await client.query('SET LOCAL search_path = public');
+    await client.query(projector.schemaSql);
+    await client.query(
+      `INSERT INTO projection.checkpoints (projector, position, version) VALUES ($1, NULL, $2)
+       ON CONFLICT (projector) DO NOTHING`,
+      [projector.name, projector.version],
+    );
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+export async function readCheckpoint(db: Pool | PoolClient, name: string): Promise<Checkpoint | undefined> {
+  const { rows } = await db.query<{
+    position: string | null;
+    version: number;
+    events_applied: string;
+    updated_at: Date;
+  }>(
+    'SELECT position, version, events_applied, updated_at FROM projection.checkpoints WHERE projector = $1',
+    [name],
+  );
+  const row = rows[0];
+  return row
+    ? {
+        position: row.position ?? undefined,
+        version: row.version,
+        eventsApplied: BigInt(row.events_applied),
+        updatedAt: row.updated_at,
+      }
+    : undefined;
+}
+
+/**
+ * Locks the checkpoint row for the rest of the transaction and returns its position. Every writer of a
+ * projector's tables takes this lock first, so a second instance or a rebuild swap cannot interleave.
+ */
+export async function lockCheckpoint(db: PoolClient, name: string): Promise<string | undefined> {
+  const { rows } = await db.query<{ position: string | null }>(
+    'SELECT position FROM projection.checkpoints WHERE projector = $1 FOR UPDATE',
+    [name],
+  );
+  if (rows.length === 0) throw new Error(`projector ${name} is not installed`);
+  return rows[0]!.position ?? undefined;
+}
+
+export async function saveCheckpoint(
+  db: PoolClient,
+  name: string,
+  position: string | undefined,
+  applied: number,
+  version?: number,
+): Promise<void> {
+  await db.query(
+    `UPDATE projection.checkpoints
+        SET position = $2, events_applied = events_applied + $3, version = coalesce($4, version), updated_at = now()
+      WHERE projector = $1`,
+    [name, position ?? null, applied, version ?? null],
+  );
+}

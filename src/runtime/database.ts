@@ -1,0 +1,42 @@
+import type { Config } from '../config.js';
+import type { Logger } from '../infra/logger.js';
+import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
+import { migrate } from '../infra/postgres/migrate.js';
+import { createPool, type Pool } from '../infra/postgres/pool.js';
+
+export interface Database {
+  readonly url: string;
+  readonly pool: Pool;
+  readonly embedded: boolean;
+  close(): Promise<void>;
+}
+
+/** DATABASE_URL when set, else the embedded cluster; migrations run before anything else touches it. */
+export async function openDatabase(
+  config: Config,
+  logger: Logger,
+  options: { poolSize?: number } = {},
+): Promise<Database> {
+  const embedded = config.DATABASE_URL
+    ? undefined
+    : await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, logger });
+  const url = config.DATABASE_URL ?? embedded!.url;
+  const pool = createPool(url, { max: options.poolSize ?? 20 });
+  try {
+    const report = await migrate(pool);
+    if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
+  } catch (error) {
+    await pool.end();
+    await embedded?.stop();
+    throw error;
+  }
+  return {
+    url,
+    pool,
+    embedded: embedded !== undefined,
+    async close() {
+      await pool.end();
+      await embedded?.stop();
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import type { Server } from 'node:http';
+import type { Config, Role } from '../config.js';
+import { createApiApp } from '../api/app.js';
+import { openEventStore } from '../eventstore/open.js';
+import type { EventStore } from '../eventstore/port.js';
+import type { Logger } from '../infra/logger.js';
+import { createMetrics, type Metrics } from '../infra/metrics.js';
+import { runProjector } from '../projections/runner.js';
+import { openDatabase, type Database } from './database.js';
+import { allProjectors } from './projectors.js';
+
+export interface RunningService {
+  readonly httpPort: number | undefined;
+  readonly database: Database;
+  readonly store: EventStore;
+  readonly metrics: Metrics;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the roles asked for in one process. Stopping goes in reverse: stop accepting (HTTP, MQTT), let
+ * in-flight work drain, let projectors commit their batch and checkpoint, then close the stores.
+ */
+export async function startService(
+  config: Config,
+  logger: Logger,
+  roles: readonly Role[] = config.ROLES,
+): Promise<RunningService> {
+  const database = await openDatabase(config, logger);
+  const store = await openEventStore({
+    eventStoreUrl: config.EVENTSTORE_URL,
+    pool: database.pool,
+    databaseUrl: database.url,
+  });
+  const metrics = createMetrics();
+  const background = new AbortController();
+  const tasks: Promise<unknown>[] = [];
+  let server: Server | undefined;
+
+  if (roles.includes('projector')) {
+    for (const projector of allProjectors()) {
+      tasks.push(
+        runProjector(database.pool, store, projector, {
+          batchSize: config.PROJECTION_BATCH_SIZE,
+          signal: background.signal,
+          logger,
+          onBatch: (name, events) => {
+            metrics.projectionBatches.inc({ projector: name });
+            metrics.projectedEvents.inc({ projector: name }, events);
+          },
+        }),
+      );
+    }
+  }
+
+  if (roles.includes('api')) {
+    const app = createApiApp({ config, logger, metrics, pool: database.pool, store });
+    server = await new Promise<Server>((resolve, reject) => {
+      const s = app.listen(config.HTTP_PORT, config.HTTP_HOST, () => resolve(s));
+      s.once('error', reject);
+    });
+    server.keepAliveTimeout = 65_000;
+  }
+  const address = server?.address();
+  const httpPort = typeof address === 'object' && address ? address.port : undefined;
+  logger.info(
+    { roles, httpPort, eventStore: store.kind, embeddedDatabase: database.embedded },
+    'device cloud started',
+  );
+
+  let stopping: Promise<void> | undefined;
+  return {
+    httpPort,
+    database,
+    store,
+    metrics,
+    stop() {
+      stopping ??= (async () => {
+        logger.info('stopping');
+        if (server) {
+          const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
+          server.closeIdleConnections();
+          const grace = setTimeout(() => server!.closeAllConnections(), config.SHUTDOWN_GRACE_MS);
+          await closed;
+          clearTimeout(grace);
+        }
+        background.abort();
+        await Promise.allSettled(tasks);
+        await store.close();
+        await database.close();
+        logger.info('stopped');
+      })();
+      return stopping;
+    },
+  };
+}
