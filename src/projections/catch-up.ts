@@ -1,0 +1,50 @@
+import type { EventStore } from '../eventstore/port.js';
+import type { Pool } from '../infra/postgres/pool.js';
+import { installProjector, readCheckpoint } from './checkpoints.js';
+import type { Projector } from './projector.js';
+import { commitBatch } from './runner.js';
+
+/**
+ * Brings one projector up to the current head in this process, batch by batch with the same compare-and-set
+ * commit the runner uses, so it is safe next to a running server. Used by CLI reads and by tests.
+ */
+export async function catchUpProjector(
+  pool: Pool,
+  store: EventStore,
+  projector: Projector,
+  batchSize = 2000,
+): Promise<void> {
+  await installProjector(pool, projector);
+  for (;;) {
+    const position = (await readCheckpoint(pool, projector.name))?.position;
+    const page = await store.readAll({
+      after: position,
+      maxCount: batchSize,
+      eventTypes: projector.eventTypes,
+    });
+    if (page.events.length > 0 || (page.lastPosition !== undefined && page.lastPosition !== position)) {
+      await commitBatch(pool, projector, position, page.events, page.lastPosition);
+    }
+    if (page.atEnd) return;
+  }
+}
+
+/**
+ * Waits until a projector's checkpoint has reached `position`, so a write can answer only once the caller
+ * will read it back. Gives up quietly after `timeoutMs`: the write itself already succeeded.
+ */
+export async function waitForProjection(
+  pool: Pool,
+  store: EventStore,
+  projectorName: string,
+  position: string,
+  timeoutMs = 3000,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
+    const checkpoint = (await readCheckpoint(pool, projectorName))?.position;
+    if (checkpoint !== undefined && store.comparePositions(checkpoint, position) >= 0) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}

@@ -1,0 +1,70 @@
+import type { Server } from 'node:http';
+import { createApiApp } from '../../src/api/app.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { createLogger } from '../../src/infra/logger.js';
+import { createMetrics } from '../../src/infra/metrics.js';
+import { catchUpProjector } from '../../src/projections/catch-up.js';
+import { runProjector } from '../../src/projections/runner.js';
+import { allProjectors } from '../../src/runtime/projectors.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+
+/**
+ * The real API on an ephemeral port over a fresh database, with the real projectors running in the
+ * background (as in production). `catchUp()` brings every read model to the head for deterministic tests.
+ */
+export interface TestApi {
+  readonly baseUrl: string;
+  readonly db: TestDatabase;
+  readonly store: PostgresEventStore;
+  readonly config: Config;
+  catchUp(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTestApi(env: Record<string, string> = {}): Promise<TestApi> {
+  const db = await freshDatabase();
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    LOG_LEVEL: 'silent',
+    HTTP_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+    ...env,
+  });
+  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+  const metrics = createMetrics();
+  const background = new AbortController();
+  const projectors = allProjectors();
+  const running = projectors.map((p) =>
+    runProjector(db.pool, store, p, {
+      batchSize: 500,
+      signal: background.signal,
+      logger,
+      standbyRetryMs: 200,
+    }),
+  );
+  const app = createApiApp({ config, logger, metrics, pool: db.pool, store });
+  const server = await new Promise<Server>((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    db,
+    store,
+    config,
+    async catchUp() {
+      for (const p of projectors) await catchUpProjector(db.pool, store, p);
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      background.abort();
+      await Promise.allSettled(running);
+      await store.close();
+      await db.drop();
+    },
+  };
+}
