@@ -15,6 +15,11 @@ import {
  */
 export interface ContractTarget {
   store: EventStore;
+  /**
+   * KurrentDB neither enforces event-id uniqueness across streams nor guarantees idempotence for a
+   * concurrent repeat with `any`; those cases are reported as pending for it, not silently absent.
+   */
+  globalEventIdUniqueness: boolean;
   burst(transactions: number, eventsEach: number): Promise<string[]>;
 }
 
@@ -127,7 +132,8 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
       expect(await store.readStream(name)).to.have.length(2);
     });
 
-    it('stores concurrent identical appends once', async () => {
+    it('stores concurrent identical appends once', async function () {
+      if (!target.globalEventIdUniqueness) this.skip();
       const name = stream();
       const batch = [event('A'), event('B')];
       const results = await Promise.all(Array.from({ length: 8 }, () => store.append(name, batch, 'any')));
@@ -135,7 +141,8 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
       expect(await store.readStream(name)).to.have.length(2);
     });
 
-    it('refuses an event id that already sits in another stream', async () => {
+    it('refuses an event id that already sits in another stream', async function () {
+      if (!target.globalEventIdUniqueness) this.skip();
       const shared = event('A');
       await store.append(stream(), [shared], 'any');
       const error = await rejection(store.append(stream(), [shared], 'any'));

@@ -41,6 +41,7 @@ describe('event store contract: PostgreSQL adapter', () => {
     const store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
     return {
       store,
+      globalEventIdUniqueness: true,
       burst: (n, each) => slowTransactions(db.pool, n, each),
       async close() {
         await store.close();

@@ -1,0 +1,254 @@
+import {
+  BACKWARDS,
+  END,
+  KurrentDBClient,
+  START,
+  excludeSystemEvents,
+  type AppendResult as ClientAppendResult,
+} from '@kurrent/kurrentdb-client';
+import {
+  WrongExpectedRevisionError,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type ReadAllOptions,
+  type ReadAllPage,
+  type RecordedEvent,
+  type StreamAppend,
+  type SubscribeOptions,
+  type Subscription,
+} from '../port.js';
+import {
+  isStreamNotFound,
+  isSystemEvent,
+  toEventData,
+  toPortError,
+  toRecordedEvent,
+  toStreamState,
+} from './mapping.js';
+import { comparePositions, decodePosition, encodePosition, isPosition } from './position.js';
+import { subscribeToAll } from './subscription.js';
+
+export interface KurrentDbEventStoreOptions {
+  /** How long /health waits for an answer before calling the store down. */
+  readonly pingTimeoutMs?: number;
+}
+
+/** Event store on KurrentDB / EventStoreDB (server 23.10 or later: positions on reads, caught-up signals). */
+export class KurrentDbEventStore implements EventStore {
+  readonly kind = 'kurrentdb' as const;
+
+  constructor(
+    private readonly client: KurrentDBClient,
+    private readonly options: KurrentDbEventStoreOptions = {},
+  ) {}
+
+  async append(
+    streamName: string,
+    events: readonly NewEvent[],
+    expectedRevision: ExpectedRevision,
+  ): Promise<AppendResult> {
+    if (events.length === 0) throw new RangeError('append of no events');
+    const streamState = toStreamState(expectedRevision);
+    let result: ClientAppendResult;
+    try {
+      // The caller's ids go to the server, which answers a repeat of the same ids as a no-op (with 'any'
+      // only while it still remembers them: KurrentDB's idempotency is best effort there).
+      result = await this.client.appendToStream(streamName, events.map(toEventData), { streamState });
+    } catch (error) {
+      throw toPortError(error, { streamName, expectedRevision });
+    }
+    if (!result.success) {
+      // Only reached with throwOnAppendFailure=false in the connection string; the client's revision is
+      // unreliable on that path, so ask the stream.
+      throw new WrongExpectedRevisionError(streamName, expectedRevision, await this.lastRevision(streamName));
+    }
+    return {
+      nextRevision: result.nextExpectedRevision,
+      position: await this.appendedPosition(streamName, events.length, result),
+    };
+  }
+
+  /**
+   * Not atomic across streams on KurrentDB: streams are appended one after another and the first failure
+   * stops the rest, leaving the streams before it written. Callers rely only on per-stream atomicity (see
+   * the port). Servers from 25.1 offer multiStreamAppend, which could make this atomic.
+   */
+  async appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+    // Empty appends are skipped, as the Postgres adapter does.
+    const nonEmpty = appends.filter((a) => a.events.length > 0);
+    if (nonEmpty.length === 0) throw new RangeError('append of no events');
+    // Reject a bad expectation before anything is written.
+    for (const append of nonEmpty) toStreamState(append.expectedRevision);
+    const results: AppendResult[] = [];
+    for (const append of nonEmpty) {
+      results.push(await this.append(append.streamName, append.events, append.expectedRevision));
+    }
+    return results;
+  }
+
+  async readStream(
+    streamName: string,
+    options: { fromRevision?: bigint; maxCount?: number } = {},
+  ): Promise<RecordedEvent[]> {
+    const events: RecordedEvent[] = [];
+    try {
+      const reads = this.client.readStream(streamName, {
+        fromRevision: options.fromRevision ?? START,
+        ...(options.maxCount === undefined ? {} : { maxCount: options.maxCount }),
+      });
+      for await (const resolved of reads) {
+        if (resolved.event) events.push(toRecordedEvent(resolved.event));
+      }
+    } catch (error) {
+      if (isStreamNotFound(error)) return [];
+      throw toPortError(error);
+    }
+    return events;
+  }
+
+  /**
+   * Filters on this side rather than with a server filter: reads report no checkpoints, and `lastPosition`
+   * must move past system and filtered-out events so the next page does not scan them again.
+   */
+  async readAll(options: ReadAllOptions): Promise<ReadAllPage> {
+    if (!(options.maxCount >= 1)) throw new RangeError(`maxCount must be >= 1, got ${options.maxCount}`);
+    const { after } = options;
+    const fromPosition = after === undefined ? START : decodePosition(after);
+    const wanted = options.eventTypes ? new Set(options.eventTypes) : undefined;
+    const events: RecordedEvent[] = [];
+    let lastPosition: string | undefined;
+    let scanned = 0;
+    try {
+      // A read includes the event at fromPosition, which `after` excludes: ask for one more.
+      const reads = this.client.readAll({
+        fromPosition,
+        maxCount: options.maxCount + (after === undefined ? 0 : 1),
+      });
+      for await (const resolved of reads) {
+        const event = resolved.event;
+        const position = event?.position ? encodePosition(event.position) : undefined;
+        if (after !== undefined && position !== undefined && position <= after) continue;
+        scanned++;
+        if (position !== undefined) lastPosition = position;
+        if (event && position !== undefined && !isSystemEvent(event) && (!wanted || wanted.has(event.type))) {
+          events.push(toRecordedEvent(event));
+        }
+        // Only when the event at `after` is gone (scavenged) does the read return one too many.
+        if (scanned >= options.maxCount) break;
+      }
+    } catch (error) {
+      throw toPortError(error);
+    }
+    return { events, lastPosition, atEnd: scanned < options.maxCount };
+  }
+
+  subscribeToAll(options: SubscribeOptions): Subscription {
+    if (options.after !== undefined) decodePosition(options.after);
+    return subscribeToAll(this.client, options);
+  }
+
+  async headPosition(): Promise<string | undefined> {
+    try {
+      const reads = this.client.readAll({
+        direction: BACKWARDS,
+        fromPosition: END,
+        maxCount: 1,
+        filter: excludeSystemEvents(),
+      });
+      for await (const resolved of reads) {
+        const event = resolved.event;
+        if (event?.position && !isSystemEvent(event)) return encodePosition(event.position);
+      }
+    } catch (error) {
+      throw toPortError(error);
+    }
+    return undefined;
+  }
+
+  comparePositions(a: string, b: string): number {
+    return comparePositions(a, b);
+  }
+
+  isValidPosition(position: string): boolean {
+    return isPosition(position);
+  }
+
+  // countEvents is left out: KurrentDB cannot count events of a type without reading them all.
+
+  async ping(): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    // The client retries discovery for a while when the server is down; /health should not wait that long.
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), this.options.pingTimeoutMs ?? 2000);
+    });
+    try {
+      return await Promise.race([this.probe(), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.client.dispose();
+  }
+
+  private async probe(): Promise<boolean> {
+    try {
+      for await (const _ of this.client.readAll({ direction: BACKWARDS, fromPosition: END, maxCount: 1 }))
+        break;
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private async appendedPosition(
+    streamName: string,
+    count: number,
+    result: ClientAppendResult,
+  ): Promise<string> {
+    const position = result.position;
+    if (count === 1 && position && position.commit >= 0n && position.prepare >= 0n)
+      return encodePosition(position);
+    // An idempotent repeat comes back without a position (-1 on the server). For several events the
+    // server answers with the commit's position, which is not documented to equal the last event's $all
+    // position: read that event, so a reader waiting for this position waits for exactly this append.
+    const [last] = await this.readStream(streamName, {
+      fromRevision: result.nextExpectedRevision,
+      maxCount: 1,
+    });
+    if (!last)
+      throw new Error(`stream ${streamName}: appended revision ${result.nextExpectedRevision} not found`);
+    return last.position;
+  }
+
+  private async lastRevision(streamName: string): Promise<bigint | 'no_stream'> {
+    try {
+      for await (const resolved of this.client.readStream(streamName, {
+        direction: BACKWARDS,
+        fromRevision: END,
+        maxCount: 1,
+      })) {
+        if (resolved.event) return resolved.event.revision;
+      }
+    } catch (error) {
+      if (!isStreamNotFound(error)) throw toPortError(error);
+    }
+    return 'no_stream';
+  }
+}
+
+/** From a `kurrentdb://` / `esdb://` connection string, or an existing client (tests inject a double). */
+export function createKurrentDbEventStore(
+  source: string | KurrentDBClient,
+  options: KurrentDbEventStoreOptions = {},
+): KurrentDbEventStore {
+  // The client accepts esdb:// but warns on the console about it; the two schemes mean the same.
+  const client =
+    typeof source === 'string'
+      ? KurrentDBClient.connectionString(source.replace(/^esdb(\+discover)?:\/\//i, 'kurrentdb$1://'))
+      : source;
+  return new KurrentDbEventStore(client, options);
+}
