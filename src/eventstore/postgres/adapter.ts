@@ -21,6 +21,7 @@ import {
   COUNT_EVENTS,
   HEAD_POSITION,
   READ_ALL,
+  READ_ALL_OF_TYPES,
   READ_STREAM,
 } from './sql.js';
 import { subscribeByPolling } from './subscription.js';
@@ -139,12 +140,17 @@ export class PostgresEventStore implements EventStore {
       options.after === undefined
         ? { transactionId: 0n, globalPosition: 0n }
         : decodePgPosition(options.after);
-    const { rows } = await this.query<EventRow & { is_head: boolean }>(READ_ALL, [
+    const parameters: unknown[] = [
       String(after.transactionId),
       String(after.globalPosition),
       options.maxCount,
-      options.eventTypes ? [...options.eventTypes] : null,
-    ]);
+    ];
+    const { rows } = options.eventTypes
+      ? await this.query<EventRow & { is_head: boolean }>(READ_ALL_OF_TYPES, [
+          ...parameters,
+          [...new Set(options.eventTypes)],
+        ])
+      : await this.query<EventRow & { is_head: boolean }>(READ_ALL, parameters);
     const head = rows.at(-1)?.is_head ? rows.pop() : undefined;
     const events = rows.map(toRecordedEvent);
     const atEnd = events.length < options.maxCount;

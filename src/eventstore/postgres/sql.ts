@@ -12,6 +12,24 @@ export const READ_STREAM = `
    ORDER BY stream_revision
    LIMIT $3`;
 
+const HEAD_ROW = `
+  head AS (
+    SELECT e.transaction_id, e.global_position
+      FROM eventstore.events e, horizon h
+     WHERE e.transaction_id < h.xmin
+     ORDER BY e.transaction_id DESC, e.global_position DESC
+     LIMIT 1
+  )`;
+
+const PAGE_WITH_HEAD = `
+  SELECT false AS is_head, p.event_id, p.event_type, p.data, p.metadata, p.stream_name, p.stream_revision,
+         p.transaction_id, p.global_position, p.recorded_at
+    FROM page p
+  UNION ALL
+  SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, h.transaction_id, h.global_position, NULL
+    FROM head h
+  ORDER BY is_head, transaction_id, global_position`;
+
 /**
  * One page of the global order after ($1, $2), only from transactions older than every running one, so
  * nothing can later commit before a position a reader has passed. The last row (is_head) carries the
@@ -25,24 +43,32 @@ export const READ_ALL = `
       FROM eventstore.events e, horizon h
      WHERE (e.transaction_id, e.global_position) > ($1::text::xid8, $2::bigint)
        AND e.transaction_id < h.xmin
-       AND ($4::text[] IS NULL OR e.event_type = ANY ($4::text[]))
      ORDER BY e.transaction_id, e.global_position
      LIMIT $3
-  ),
-  head AS (
-    SELECT e.transaction_id, e.global_position
-      FROM eventstore.events e, horizon h
-     WHERE e.transaction_id < h.xmin
-     ORDER BY e.transaction_id DESC, e.global_position DESC
-     LIMIT 1
-  )
-  SELECT false AS is_head, p.event_id, p.event_type, p.data, p.metadata, p.stream_name, p.stream_revision,
-         p.transaction_id, p.global_position, p.recorded_at
-    FROM page p
-  UNION ALL
-  SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, h.transaction_id, h.global_position, NULL
-    FROM head h
-  ORDER BY is_head, transaction_id, global_position`;
+  ),${HEAD_ROW}${PAGE_WITH_HEAD}`;
+
+/**
+ * The same page restricted to the types in $4: one ordered index range per type (events_type_order),
+ * merged, so the cost follows the matching events and not the events around them.
+ */
+export const READ_ALL_OF_TYPES = `
+  WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
+  page AS (
+    SELECT e.*
+      FROM unnest($4::text[]) AS t(event_type), horizon h,
+      LATERAL (
+        SELECT x.event_id, x.event_type, x.data, x.metadata, x.stream_name, x.stream_revision,
+               x.transaction_id, x.global_position, x.recorded_at
+          FROM eventstore.events x
+         WHERE x.event_type = t.event_type
+           AND (x.transaction_id, x.global_position) > ($1::text::xid8, $2::bigint)
+           AND x.transaction_id < h.xmin
+         ORDER BY x.transaction_id, x.global_position
+         LIMIT $3
+      ) e
+     ORDER BY e.transaction_id, e.global_position
+     LIMIT $3
+  ),${HEAD_ROW}${PAGE_WITH_HEAD}`;
 
 export const HEAD_POSITION = `
   SELECT e.transaction_id::text AS transaction_id, e.global_position

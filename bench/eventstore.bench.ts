@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
+import { auditProjector } from '../src/projections/audit/projector.js';
+import { rebuildProjector } from '../src/projections/rebuild.js';
+import { benchDatabase, machine, rate, report, samplePayload } from './support.js';
+
+/**
+ * Event-store and projection figures on the Postgres adapter: single-event appends, batched appends (which
+ * also seed TOTAL events), reading the global order, and rebuilding the audit projection over all of them.
+ */
+const TOTAL = Number(process.env.BENCH_EVENTS ?? 1_000_000);
+const BATCH = 1000;
+const WRITERS = 4;
+const TYPE = 'BenchFact';
+
+export async function eventStoreBenchmarks(): Promise<void> {
+  const db = await benchDatabase();
+  const store = new PostgresEventStore(db.pool, { connectionString: db.url });
+  const context = { machine: machine(), postgres: db.serverVersion, adapter: 'postgres' };
+  try {
+    // Single event per append, 8 concurrent writers each on its own stream.
+    const singles = 20_000;
+    let started = process.hrtime.bigint();
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, w) => {
+        for (let i = 0; i < singles / 8; i++) {
+          await store.append(
+            `single-${w}`,
+            [{ id: randomUUID(), type: 'BenchSingle', data: samplePayload(i) }],
+            'any',
+          );
+        }
+      }),
+    );
+    report({
+      figure: 'eventstore.append.single',
+      events: singles,
+      writers: 8,
+      eventsPerSecond: rate(singles, started),
+      ...context,
+    });
+
+    // Batched: 1,000 events per append, 4 concurrent writers, TOTAL events in all.
+    started = process.hrtime.bigint();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: WRITERS }, async () => {
+        while (next < TOTAL) {
+          const from = next;
+          next += BATCH;
+          const events = Array.from({ length: Math.min(BATCH, TOTAL - from) }, (_, i) => ({
+            id: randomUUID(),
+            type: TYPE,
+            data: samplePayload(from + i),
+          }));
+          await store.append(`batch-${from / BATCH}`, events, 'no_stream');
+        }
+      }),
+    );
+    report({
+      figure: 'eventstore.append.batched',
+      events: TOTAL,
+      batchSize: BATCH,
+      writers: WRITERS,
+      eventsPerSecond: rate(TOTAL, started),
+      ...context,
+    });
+
+    // Reading the whole global order in pages.
+    started = process.hrtime.bigint();
+    let after: string | undefined;
+    let read = 0;
+    for (;;) {
+      const page = await store.readAll({ after, maxCount: 5000 });
+      read += page.events.length;
+      after = page.lastPosition ?? after;
+      if (page.atEnd) break;
+    }
+    report({
+      figure: 'eventstore.read.global',
+      events: read,
+      pageSize: 5000,
+      eventsPerSecond: rate(read, started),
+      ...context,
+    });
+
+    // Rebuilding a projection from all of them.
+    const projector = auditProjector([TYPE]);
+    started = process.hrtime.bigint();
+    const result = await rebuildProjector(db.pool, store, projector, { batchSize: 5000 });
+    report({
+      figure: 'projection.rebuild',
+      projector: projector.name,
+      events: result.eventsApplied,
+      batchSize: 5000,
+      eventsPerSecond: rate(result.eventsApplied, started),
+      ...context,
+    });
+  } finally {
+    await store.close();
+    await db.drop();
+  }
+}

@@ -1,0 +1,15 @@
+/**
+ * `npm run bench`: every benchmark, one JSON line per figure on stdout. BENCH_ONLY=name runs one group.
+ * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
+ */
+import { eventStoreBenchmarks } from './eventstore.bench.js';
+
+const groups: Record<string, () => Promise<void>> = {
+  eventstore: eventStoreBenchmarks,
+};
+
+const only = process.env.BENCH_ONLY?.split(',');
+for (const [name, run] of Object.entries(groups)) {
+  if (only && !only.includes(name)) continue;
+  await run();
+}

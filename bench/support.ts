@@ -1,0 +1,80 @@
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createLogger } from '../src/infra/logger.js';
+import { ensureDatabase, startEmbeddedPostgres } from '../src/infra/postgres/embedded.js';
+import { migrate } from '../src/infra/postgres/migrate.js';
+import { createPool, type Pool } from '../src/infra/postgres/pool.js';
+
+/** A throw-away database for one benchmark run: on DATABASE_URL's server, or the embedded cluster. */
+export async function benchDatabase(): Promise<{
+  url: string;
+  pool: Pool;
+  serverVersion: string;
+  drop(): Promise<void>;
+}> {
+  const logger = createLogger('warn', process.stderr);
+  const embedded = process.env.DATABASE_URL
+    ? undefined
+    : await startEmbeddedPostgres({
+        dataDir: path.resolve(process.env.DATA_DIR ?? '.data'),
+        port: 54329,
+        logger,
+        databaseName: 'postgres',
+      });
+  const adminUrl = process.env.DATABASE_URL ?? embedded!.url;
+  const name = `devcloud_bench_${randomBytes(4).toString('hex')}`;
+  await ensureDatabase(adminUrl, name);
+  const u = new URL(adminUrl);
+  u.pathname = '/' + name;
+  const url = u.toString();
+  const pool = createPool(url, { max: 12 });
+  await migrate(pool);
+  const serverVersion = (await pool.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
+  return {
+    url,
+    pool,
+    serverVersion,
+    async drop() {
+      await pool.end();
+      const admin = new pg.Client({ connectionString: adminUrl });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+      await embedded?.stop();
+    },
+  };
+}
+
+export function machine() {
+  return {
+    cpu: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.cpus().length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+  };
+}
+
+/** One JSON line per figure, on stdout. */
+export function report(figure: Record<string, unknown>): void {
+  process.stdout.write(JSON.stringify(figure) + '\n');
+}
+
+export function rate(count: number, startedNs: bigint): number {
+  const seconds = Number(process.hrtime.bigint() - startedNs) / 1e9;
+  return Math.round(count / seconds);
+}
+
+/** A payload the size of a real control-plane event (~200 bytes of JSON). */
+export function samplePayload(i: number) {
+  return {
+    deviceId: `dev_${(i % 5000).toString(36).padStart(8, '0')}`,
+    capability: 'actuator.relay',
+    value: i % 2 === 0,
+    grantedBy: 'cli_2b7f4c9e1a',
+    reason: 'maintenance window',
+    at: '2026-11-21T10:00:00.000Z',
+    sequence: i,
+  };
+}
