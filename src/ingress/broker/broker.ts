@@ -1,0 +1,193 @@
+import type { AddressInfo, Socket } from 'node:net';
+import tls from 'node:tls';
+import { Aedes, type Client } from 'aedes';
+import type { Logger } from 'pino';
+import { agentIdFromCertificate, isAgentId } from '../pki/agent-identity.js';
+import type { AgentDirectory } from './agent-directory.js';
+import { AgentGate, type UplinkHandler } from './gate.js';
+import { guardPacketSize } from './packet-size-guard.js';
+import { Rejections, type RejectionReason } from './rejections.js';
+import { AgentSessions } from './sessions.js';
+import { downlinkTopic, encodeDownlink, type DownlinkKind, type DownlinkPayloads } from './topics.js';
+
+export interface BrokerOptions {
+  /** Interface to listen on; default all. */
+  readonly host?: string;
+  /** 0 picks a free port (tests). */
+  readonly port: number;
+  /** PEM strings: the broker's server certificate and key, and the edge CA that signs agents. */
+  readonly tls: { readonly key: string; readonly cert: string; readonly ca: string };
+  /** Largest MQTT packet accepted, fixed header included; a larger one closes the connection. */
+  readonly maxPacketBytes: number;
+  readonly directory: AgentDirectory;
+  /** Runs before the PUBACK; see AgentGate for what its outcomes mean. */
+  readonly onUplink: UplinkHandler;
+  /** A registered agent connection ended (clean disconnect, network loss, revoke, expiry). */
+  readonly onAgentOffline: (agentId: string) => Promise<void>;
+  /** Metrics hook: every refusal, unthrottled. */
+  readonly onRejected?: (reason: RejectionReason, agentId: string | undefined) => void;
+  readonly logger: Logger;
+  /** Default 10 s: TLS handshake and MQTT CONNECT must each arrive within it. */
+  readonly connectTimeoutMs?: number;
+  /** Default 1 s. */
+  readonly directoryRefreshMs?: number;
+  /** Default 60 s. */
+  readonly rejectionLogWindowMs?: number;
+}
+
+export interface RunningBroker {
+  readonly port: number;
+  /** Publishes to an agent on `dc/v1/agents/<id>/down/<kind>` at QoS 1. Resolves once routed, not delivered. */
+  publishDown<K extends DownlinkKind>(agentId: string, kind: K, payload: DownlinkPayloads[K]): Promise<void>;
+  /**
+   * Re-reads the agent from the directory for its live connections (after an adoption, before telling
+   * the agent about the new device). A revoked or vanished agent is disconnected.
+   */
+  refreshAgent(agentId: string): Promise<void>;
+  /** Closes the agent's live connections and fails any authentication in flight. True if one was open. */
+  disconnectAgent(agentId: string): Promise<boolean>;
+  /**
+   * Stops listening, closes every connection (each agent is reported offline) and resolves once the
+   * handlers already started have settled.
+   */
+  close(): Promise<void>;
+}
+
+// aedes refuses these before authorizePublish and closes the connection; they are still refusals to count.
+const PUBLISH_VIOLATION = /is not allowed in PUBLISH|empty topic|too many levels/;
+
+export async function startBroker(options: BrokerOptions): Promise<RunningBroker> {
+  if (!Number.isInteger(options.maxPacketBytes) || options.maxPacketBytes < 64) {
+    throw new RangeError('maxPacketBytes must be an integer of at least 64');
+  }
+  const logger = options.logger.child({ component: 'mqtt-broker' });
+  const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  const sessions = new AgentSessions();
+  const rejections = new Rejections({
+    logger,
+    onRejected: options.onRejected,
+    windowMs: options.rejectionLogWindowMs,
+  });
+  const gate = new AgentGate({
+    directory: options.directory,
+    onUplink: options.onUplink,
+    onAgentOffline: options.onAgentOffline,
+    sessions,
+    rejections,
+    logger,
+    directoryRefreshMs: options.directoryRefreshMs ?? 1000,
+  });
+
+  const aedes = await Aedes.createBroker({ ...gate.hooks(), connectTimeout: connectTimeoutMs });
+  // Without a listener an 'error' event (persistence, will sweep) would crash the process.
+  (aedes as NodeJS.EventEmitter).on('error', (error: Error) =>
+    logger.error({ err: error }, 'mqtt broker error'),
+  );
+  aedes.on('clientDisconnect', (client) => gate.agentDisconnected(client));
+  aedes.on('clientError', (client, error) => {
+    if (PUBLISH_VIOLATION.test(error.message)) {
+      rejections.report('publish_denied', client.id, error.message);
+    } else {
+      logger.debug({ agentId: client.id, err: error }, 'mqtt client error');
+    }
+  });
+  aedes.on('connectionError', (_client, error) => logger.debug({ err: error }, 'mqtt connection error'));
+
+  const server = tls.createServer({
+    key: options.tls.key,
+    cert: options.tls.cert,
+    ca: options.tls.ca,
+    requestCert: true,
+    rejectUnauthorized: true,
+    minVersion: 'TLSv1.2',
+    handshakeTimeout: connectTimeoutMs,
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.on('tlsClientError', (error: Error) => {
+    rejections.report('tls_handshake', undefined, error.message);
+  });
+  server.on('secureConnection', (socket: tls.TLSSocket) => {
+    const certificate = socket.getPeerCertificate();
+    const agentId = socket.authorized ? agentIdFromCertificate(certificate) : undefined;
+    const certificateNotAfter = Date.parse(certificate.valid_to);
+    if (agentId === undefined || !Number.isFinite(certificateNotAfter)) {
+      rejections.report('certificate_invalid', undefined, `certificate subject ${certificate.subject?.CN}`);
+      socket.destroy();
+      return;
+    }
+    // An agent with MQTT keepalive 0 on a half-open TCP connection would otherwise look online forever.
+    socket.setKeepAlive(true, 60_000);
+    sessions.identify(socket, { agentId, certificateNotAfter });
+    const client: Client = aedes.handle(socket);
+    guardPacketSize(socket, options.maxPacketBytes, (size) => {
+      rejections.report('packet_too_large', agentId, `${size} bytes > ${options.maxPacketBytes}`);
+      socket.destroy();
+    });
+    socket.once('close', () => sessions.release(client));
+  });
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port, options.host ?? '0.0.0.0', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    await new Promise<void>((resolve) => aedes.close(() => resolve()));
+    throw error;
+  }
+  server.on('error', (error) => logger.error({ err: error }, 'mqtt listener error'));
+  const { port } = server.address() as AddressInfo;
+  logger.info({ port, maxPacketBytes: options.maxPacketBytes }, 'mqtt broker listening (mTLS)');
+
+  let closing: Promise<void> | undefined;
+  return {
+    port,
+
+    publishDown(agentId, kind, payload) {
+      if (!isAgentId(agentId)) return Promise.reject(new RangeError(`not an agent id: ${agentId}`));
+      const packet = {
+        cmd: 'publish' as const,
+        topic: downlinkTopic(agentId, kind),
+        payload: encodeDownlink(kind, payload),
+        qos: 1 as const,
+        retain: false,
+        dup: false,
+      };
+      return new Promise((resolve, reject) => {
+        aedes.publish(packet, (error) => (error ? reject(error) : resolve()));
+      });
+    },
+
+    refreshAgent(agentId) {
+      return gate.refreshAgent(agentId);
+    },
+
+    async disconnectAgent(agentId) {
+      const open = sessions.invalidate(agentId);
+      await Promise.all(open.map((session) => new Promise<void>((resolve) => session.client.close(resolve))));
+      return open.length > 0;
+    },
+
+    close() {
+      closing ??= (async () => {
+        const listenerClosed = new Promise<void>((resolve) => server.close(() => resolve()));
+        await new Promise<void>((resolve) => aedes.close(() => resolve()));
+        // Connections still in the TLS handshake are not aedes clients yet.
+        for (const socket of sockets) socket.destroy();
+        sessions.releaseAll();
+        // Closing reports every connected agent offline; let that and any uplink in flight finish
+        // before the caller closes the store behind the handlers.
+        await gate.settled();
+        await listenerClosed;
+      })();
+      return closing;
+    },
+  };
+}

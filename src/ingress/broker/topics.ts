@@ -1,0 +1,205 @@
+import { z } from 'zod';
+import { isAgentId } from '../pki/agent-identity.js';
+import { RejectedMessage } from './rejected-message.js';
+
+/**
+ * The MQTT wire contract, version 1 (docs/mqtt.md). Everything an agent may publish or receive lives
+ * under its own prefix, so an ACL decision is a string comparison plus a set lookup.
+ */
+export const CONTRACT_VERSION = 'v1';
+export const TOPIC_ROOT = `dc/${CONTRACT_VERSION}/agents`;
+
+/** Public ids of devices (and hubs) as they appear in topics. Same alphabet as agent ids. */
+const PUBLIC_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function isPublicId(value: string): boolean {
+  return PUBLIC_ID_PATTERN.test(value);
+}
+
+export function agentPrefix(agentId: string): string {
+  return `${TOPIC_ROOT}/${agentId}/`;
+}
+
+// ---- Uplink: the agent publishes ---------------------------------------------------------------
+
+export type UplinkTopic =
+  | { readonly kind: 'readings'; readonly agentId: string; readonly deviceId: string }
+  | { readonly kind: 'deviceStatus'; readonly agentId: string; readonly deviceId: string }
+  | { readonly kind: 'agentStatus'; readonly agentId: string }
+  | { readonly kind: 'pairingCandidate'; readonly agentId: string }
+  | { readonly kind: 'commandAck'; readonly agentId: string; readonly commandId: string };
+
+export type UplinkKind = UplinkTopic['kind'];
+
+export const uplinkTopic = {
+  readings: (agentId: string, deviceId: string) => `${agentPrefix(agentId)}devices/${deviceId}/readings`,
+  deviceStatus: (agentId: string, deviceId: string) => `${agentPrefix(agentId)}devices/${deviceId}/status`,
+  agentStatus: (agentId: string) => `${agentPrefix(agentId)}status`,
+  pairingCandidate: (agentId: string) => `${agentPrefix(agentId)}pairing/candidates`,
+  commandAck: (agentId: string, commandId: string) => `${agentPrefix(agentId)}commands/${commandId}/ack`,
+} as const;
+
+/** Parses a topic an agent published on. Anything that is not exactly one of the uplink shapes is undefined. */
+export function parseUplinkTopic(topic: string): UplinkTopic | undefined {
+  const levels = topic.split('/');
+  if (levels[0] !== 'dc' || levels[1] !== CONTRACT_VERSION || levels[2] !== 'agents') return undefined;
+  const agentId = levels[3];
+  if (agentId === undefined || !isAgentId(agentId)) return undefined;
+  const [a, b, c, extra] = levels.slice(4);
+  if (extra !== undefined) return undefined;
+
+  if (a === 'status' && b === undefined) return { kind: 'agentStatus', agentId };
+  if (a === 'pairing' && b === 'candidates' && c === undefined) return { kind: 'pairingCandidate', agentId };
+  if (a === 'devices' && b !== undefined && isPublicId(b)) {
+    if (c === 'readings') return { kind: 'readings', agentId, deviceId: b };
+    if (c === 'status') return { kind: 'deviceStatus', agentId, deviceId: b };
+  }
+  if (a === 'commands' && b !== undefined && isPublicId(b) && c === 'ack') {
+    return { kind: 'commandAck', agentId, commandId: b };
+  }
+  return undefined;
+}
+
+const publicId = z.string().regex(PUBLIC_ID_PATTERN);
+const timestamp = z.iso.datetime({ offset: true });
+/** Canonical capability keys look like `environment.temperature`; the catalogue decides which exist. */
+const capabilityKey = z
+  .string()
+  .max(64)
+  .regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/);
+const connectivity = z.enum(['online', 'offline']);
+
+export const readingsPayload = z.object({
+  /** Agent-side sequence number; with the topic it makes redelivered batches recognisable. */
+  seq: z.number().int().nonnegative().optional(),
+  readings: z
+    .array(
+      z.object({
+        capability: capabilityKey,
+        value: z.union([z.number(), z.boolean(), z.string().max(256)]),
+        deviceTime: timestamp.optional(),
+      }),
+    )
+    .min(1)
+    .max(500),
+});
+
+export const deviceStatusPayload = z.object({
+  state: connectivity,
+  deviceTime: timestamp.optional(),
+});
+
+export const agentStatusPayload = z.object({
+  state: connectivity,
+  agentVersion: z.string().max(64).optional(),
+});
+
+export const pairingCandidatePayload = z.object({
+  sessionId: publicId,
+  /** EUI-64 of the joining radio, `0x` and 16 hex digits as zigbee2mqtt prints it. */
+  ieeeAddr: z.string().regex(/^0x[0-9a-fA-F]{16}$/),
+  manufacturer: z.string().min(1).max(128),
+  model: z.string().min(1).max(128),
+  capabilities: z.array(capabilityKey).max(64),
+});
+
+export const commandAckPayload = z.object({
+  status: z.enum(['applied', 'failed']),
+  detail: z.string().max(512).optional(),
+});
+
+const uplinkPayloads = {
+  readings: readingsPayload,
+  deviceStatus: deviceStatusPayload,
+  agentStatus: agentStatusPayload,
+  pairingCandidate: pairingCandidatePayload,
+  commandAck: commandAckPayload,
+} as const;
+
+export type UplinkPayloads = { [K in UplinkKind]: z.infer<(typeof uplinkPayloads)[K]> };
+
+export type UplinkMessage = {
+  [K in UplinkKind]: {
+    readonly topic: Extract<UplinkTopic, { kind: K }>;
+    readonly payload: UplinkPayloads[K];
+  };
+}[UplinkKind];
+
+/**
+ * Decodes an uplink payload (UTF-8 JSON) against its topic's schema. A payload that does not fit is the
+ * agent's fault and will never fit, so it is refused with RejectedMessage rather than retried.
+ */
+export function parseUplinkPayload<T extends UplinkTopic>(
+  topic: T,
+  payload: Buffer,
+): { topic: T; payload: UplinkPayloads[T['kind']] } {
+  let json: unknown;
+  try {
+    json = JSON.parse(payload.toString('utf8'));
+  } catch {
+    throw new RejectedMessage('invalid_json', `${topic.kind} payload is not JSON`);
+  }
+  const parsed = uplinkPayloads[topic.kind].safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.join('.') || '(root)';
+    throw new RejectedMessage(
+      'invalid_payload',
+      `${topic.kind} payload: ${where}: ${issue?.message ?? 'invalid'}`,
+    );
+  }
+  return { topic, payload: parsed.data as UplinkPayloads[T['kind']] };
+}
+
+// ---- Downlink: the cloud publishes, the agent subscribes to `<prefix>down/#` ---------------------
+
+export const pairingDownPayload = z.discriminatedUnion('action', [
+  z.object({ action: z.literal('permit'), sessionId: publicId, hubId: publicId, until: timestamp }),
+  z.object({ action: z.literal('stop'), sessionId: publicId, hubId: publicId }),
+]);
+
+export const devicesDownPayload = z.discriminatedUnion('decision', [
+  z.object({
+    decision: z.literal('adopted'),
+    sessionId: publicId,
+    ieeeAddr: z.string().regex(/^0x[0-9a-fA-F]{16}$/),
+    publicId,
+  }),
+  z.object({
+    decision: z.literal('rejected'),
+    sessionId: publicId,
+    ieeeAddr: z.string().regex(/^0x[0-9a-fA-F]{16}$/),
+  }),
+]);
+
+/** Provisional: the command dispatch issue owns this shape and may still change it within v1. */
+export const commandsDownPayload = z.object({
+  commandId: publicId,
+  deviceId: publicId,
+  capability: capabilityKey,
+  value: z.union([z.number(), z.boolean(), z.string().max(256)]),
+  expiresAt: timestamp.optional(),
+});
+
+const downlinkPayloads = {
+  pairing: pairingDownPayload,
+  devices: devicesDownPayload,
+  commands: commandsDownPayload,
+} as const;
+
+export type DownlinkKind = keyof typeof downlinkPayloads;
+export type DownlinkPayloads = { [K in DownlinkKind]: z.infer<(typeof downlinkPayloads)[K]> };
+
+export function downlinkTopic(agentId: string, kind: DownlinkKind): string {
+  return `${agentPrefix(agentId)}down/${kind}`;
+}
+
+/** The one subscription an agent needs. */
+export function downlinkSubscription(agentId: string): string {
+  return `${agentPrefix(agentId)}down/#`;
+}
+
+/** Validates and encodes a downlink payload; a bad one is a bug on the cloud side, so it throws. */
+export function encodeDownlink<K extends DownlinkKind>(kind: K, payload: DownlinkPayloads[K]): Buffer {
+  return Buffer.from(JSON.stringify(downlinkPayloads[kind].parse(payload)), 'utf8');
+}
