@@ -1,8 +1,10 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config.js';
+import { IDENTITY_USAGE, identityCommand } from './commands/identity.js';
 import { migrateCommand } from './commands/migrate.js';
 import { projectionsRebuild, projectionsStatus } from './commands/projections.js';
 import { serve } from './commands/serve.js';
+import { SITES_USAGE, siteCommand } from './commands/sites.js';
 import { CliError, createOutput } from './output.js';
 
 const USAGE = `usage: devcloud <command> [options]
@@ -10,6 +12,8 @@ const USAGE = `usage: devcloud <command> [options]
   migrate                                           apply database migrations
   projections status                                where each projector has got to
   projections rebuild [NAME]                        rebuild read models from the event store
+${IDENTITY_USAGE}
+${SITES_USAGE}
 options: --json   print one JSON object per line`;
 
 async function main(argv: string[]): Promise<void> {
@@ -20,6 +24,11 @@ async function main(argv: string[]): Promise<void> {
     options: {
       json: { type: 'boolean', default: false },
       roles: { type: 'string' },
+      name: { type: 'string' },
+      project: { type: 'string' },
+      scopes: { type: 'string' },
+      auth: { type: 'string' },
+      timezone: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -34,6 +43,12 @@ async function main(argv: string[]): Promise<void> {
       return serve({ roles: values.roles });
     case 'migrate':
       return migrateCommand(out);
+    case 'project':
+    case 'client':
+    case 'keys':
+      return identityCommand(out, command, sub, arg, values);
+    case 'site':
+      return siteCommand(out, sub, values);
     case 'projections':
       if (sub === 'status') return projectionsStatus(out);
       if (sub === 'rebuild') return projectionsRebuild(out, arg);
@@ -52,10 +67,9 @@ main(process.argv.slice(2)).then(
     const known =
       error instanceof CliError ||
       error instanceof ConfigError ||
-      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
-    process.stderr.write(
-      `devcloud: ${known ? (error as Error).message : `failed: ${(error as Error).message ?? String(error)}`}\n`,
-    );
+      String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS');
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`devcloud: ${known ? message : `failed: ${message}`}`.split('\n')[0] + '\n');
     process.exit(1);
   },
 );

