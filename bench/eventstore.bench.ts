@@ -66,6 +66,34 @@ export async function eventStoreBenchmarks(): Promise<void> {
       ...context,
     });
 
+    // Ingest batches: 500 events over 100 device streams per statement, 4 concurrent writers.
+    const ingest = Math.min(TOTAL, 200_000);
+    started = process.hrtime.bigint();
+    let nextIngest = 0;
+    await Promise.all(
+      Array.from({ length: WRITERS }, async () => {
+        while (nextIngest < ingest) {
+          const from = nextIngest;
+          nextIngest += 500;
+          await store.appendBatch(
+            Array.from({ length: 500 }, (_, i) => ({
+              streamName: `readings-dev${(from + i) % 100}`,
+              event: { id: randomUUID(), type: 'BenchReading', data: samplePayload(from + i) },
+            })),
+          );
+        }
+      }),
+    );
+    report({
+      figure: 'eventstore.append.ingest_batch',
+      events: ingest,
+      batchSize: 500,
+      streamsPerBatch: 100,
+      writers: WRITERS,
+      eventsPerSecond: rate(ingest, started),
+      ...context,
+    });
+
     // Reading the whole global order in pages.
     started = process.hrtime.bigint();
     let after: string | undefined;

@@ -31,7 +31,8 @@ export async function benchDatabase(): Promise<{
   const url = u.toString();
   const pool = createPool(url, { max: 12 });
   await migrate(pool);
-  const serverVersion = (await pool.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]!.v;
+  const serverVersion = (await pool.query<{ v: string }>("SELECT current_setting('server_version') AS v"))
+    .rows[0]!.v;
   return {
     url,
     pool,

@@ -40,6 +40,19 @@ export interface StreamAppend {
   readonly expectedRevision: ExpectedRevision;
 }
 
+/** One event of a batch append: appended to its stream at whatever revision the stream has. */
+export interface BatchEntry {
+  readonly streamName: string;
+  readonly event: NewEvent;
+}
+
+export interface BatchEntryResult {
+  readonly id: string;
+  /** False when the id was already stored (or repeated within the batch): nothing was written for it. */
+  readonly inserted: boolean;
+  readonly position: string;
+}
+
 export interface ReadAllOptions {
   /** Exclusive: events strictly after this position. Omit to read from the start. */
   readonly after?: string;
@@ -91,6 +104,12 @@ export interface EventStore {
    * KurrentDB does it stream by stream, so callers rely only on per-stream atomicity there.
    */
   appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
+  /**
+   * High-volume ingest: appends each entry to its stream at revision "any", idempotent by event id (ids
+   * already stored are skipped and reported). Postgres writes the batch in one transaction; KurrentDB
+   * appends entry by entry. Results follow the order of the distinct ids of the input.
+   */
+  appendBatch(entries: readonly BatchEntry[]): Promise<BatchEntryResult[]>;
   /** The whole stream in revision order; an empty array when the stream does not exist. */
   readStream(
     streamName: string,

@@ -150,6 +150,59 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
     });
   });
 
+  describe('batch append (ingest)', () => {
+    it('appends to many streams in one batch, numbering each stream on from where it was', async () => {
+      const [a, b] = [stream(), stream()];
+      await store.append(a, [event('Seed')], 'no_stream');
+      const batch = [a, b, a, b, a].map((streamName, i) => ({ streamName, event: event('Reading', { i }) }));
+      const results = await store.appendBatch(batch);
+      expect(results.map((r) => r.inserted)).to.deep.equal([true, true, true, true, true]);
+      expect((await store.readStream(a)).map((e) => [e.revision, e.type])).to.deep.equal([
+        [0n, 'Seed'],
+        [1n, 'Reading'],
+        [2n, 'Reading'],
+        [3n, 'Reading'],
+      ]);
+      expect((await store.readStream(b)).map((e) => (e.data as { i: number }).i)).to.deep.equal([1, 3]);
+    });
+
+    it('skips ids already stored or repeated within the batch, reporting their stored position', async function () {
+      if (!target.globalEventIdUniqueness) this.skip();
+      const name = stream();
+      const first = event('Reading', { n: 1 });
+      const [stored] = await store.appendBatch([{ streamName: name, event: first }]);
+      const second = event('Reading', { n: 2 });
+      const results = await store.appendBatch([
+        { streamName: name, event: first },
+        { streamName: name, event: second },
+        { streamName: name, event: second },
+      ]);
+      expect(results.map((r) => [r.id, r.inserted])).to.deep.equal([
+        [first.id, false],
+        [second.id, true],
+      ]);
+      expect(results[0]!.position).to.equal(stored!.position);
+      expect((await store.readStream(name)).map((e) => e.revision)).to.deep.equal([0n, 1n]);
+    });
+
+    it('stores concurrent overlapping batches once each, without deadlock', async function () {
+      if (!target.globalEventIdUniqueness) this.skip();
+      const streams = [stream(), stream(), stream()];
+      const events = Array.from({ length: 30 }, (_, i) => ({
+        streamName: streams[i % 3]!,
+        event: event('Reading', { i }),
+      }));
+      const shuffled = () => [...events].sort(() => Math.random() - 0.5);
+      await Promise.all(Array.from({ length: 6 }, () => store.appendBatch(shuffled())));
+      const stored = (await Promise.all(streams.map((s) => store.readStream(s)))).flat();
+      expect(stored).to.have.length(30);
+      for (const s of streams) {
+        const revisions = (await store.readStream(s)).map((e) => e.revision);
+        expect(revisions).to.deep.equal(revisions.map((_, i) => BigInt(i)));
+      }
+    });
+  });
+
   describe('global order', () => {
     it('reads the global order in pages and resumes exactly after a saved position', async () => {
       const before = await store.headPosition();

@@ -9,6 +9,8 @@ import {
 import {
   WrongExpectedRevisionError,
   type AppendResult,
+  type BatchEntry,
+  type BatchEntryResult,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -84,6 +86,22 @@ export class KurrentDbEventStore implements EventStore {
     const results: AppendResult[] = [];
     for (const append of nonEmpty) {
       results.push(await this.append(append.streamName, append.events, append.expectedRevision));
+    }
+    return results;
+  }
+
+  /**
+   * Entry by entry: KurrentDB has no multi-stream batch. A repeat of a recent event id is a no-op on the
+   * server, but the server does not say so, so every entry reports `inserted: true`.
+   */
+  async appendBatch(entries: readonly BatchEntry[]): Promise<BatchEntryResult[]> {
+    const results: BatchEntryResult[] = [];
+    const seen = new Set<string>();
+    for (const { streamName, event } of entries) {
+      if (seen.has(event.id)) continue;
+      seen.add(event.id);
+      const { position } = await this.append(streamName, [event], 'any');
+      results.push({ id: event.id, inserted: true, position });
     }
     return results;
   }

@@ -4,6 +4,8 @@ import {
   EventStoreUnavailableError,
   WrongExpectedRevisionError,
   type AppendResult,
+  type BatchEntry,
+  type BatchEntryResult,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -16,6 +18,7 @@ import {
 } from '../port.js';
 import { decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
 import {
+  APPEND_BATCH,
   APPEND_EVENTS,
   APPEND_NOTIFICATION_CHANNEL,
   COUNT_EVENTS,
@@ -120,6 +123,46 @@ export class PostgresEventStore implements EventStore {
       ]);
     } catch (error) {
       throw isUniqueViolation(error, 'events_event_id_key') ? error : translate(error, append);
+    }
+  }
+
+  async appendBatch(entries: readonly BatchEntry[]): Promise<BatchEntryResult[]> {
+    if (entries.length === 0) return [];
+    const parameters = [
+      entries.map((e) => e.streamName),
+      entries.map((e) => e.event.id),
+      entries.map((e) => e.event.type),
+      entries.map((e) => JSON.stringify(e.event.data)),
+      entries.map((e) => (e.event.metadata ? JSON.stringify(e.event.metadata) : null)),
+    ];
+    // A concurrent batch may store one of our ids between our check and our insert; the retry then
+    // finds it stored and reports it as a repeat.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { rows } = await this.pool.query<{
+          event_id: string;
+          inserted: boolean;
+          transaction_id: string;
+          global_position: string;
+        }>(APPEND_BATCH, parameters);
+        const byId = new Map(rows.map((r) => [r.event_id, r]));
+        const seen = new Set<string>();
+        const results: BatchEntryResult[] = [];
+        for (const { event } of entries) {
+          if (seen.has(event.id)) continue;
+          seen.add(event.id);
+          const row = byId.get(event.id)!;
+          results.push({
+            id: event.id,
+            inserted: row.inserted,
+            position: encodePgPosition(row.transaction_id, row.global_position),
+          });
+        }
+        return results;
+      } catch (error) {
+        if (attempt < 3 && isUniqueViolation(error, 'events_event_id_key')) continue;
+        throw translate(error, undefined);
+      }
     }
   }
 

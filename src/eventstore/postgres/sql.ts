@@ -4,6 +4,10 @@ export const APPEND_EVENTS = `
   SELECT next_revision, last_transaction_id::text AS transaction_id, last_global_position
     FROM eventstore.append_events($1, $2, $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])`;
 
+export const APPEND_BATCH = `
+  SELECT event_id, inserted, transaction_id::text AS transaction_id, global_position
+    FROM eventstore.append_batch($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[])`;
+
 export const READ_STREAM = `
   SELECT event_id, event_type, data, metadata, stream_name, stream_revision,
          transaction_id::text AS transaction_id, global_position, recorded_at
