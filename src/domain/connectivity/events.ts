@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { defineEvent, type DomainEvent } from '../events/definition.js';
+
+/**
+ * What the edge last told us about reachability. The ingress records a change when an agent connects or
+ * goes away (its last will, or the broker seeing the connection close) and when an agent reports one of its
+ * devices; the state endpoint's `connectivity` and `lastSeenAt` come from these and from readings.
+ */
+export const CONNECTIVITY_STATES = ['online', 'offline', 'unreachable'] as const;
+export type Connectivity = (typeof CONNECTIVITY_STATES)[number];
+
+export const DeviceConnectivityChanged = defineEvent(
+  'DeviceConnectivityChanged',
+  z.object({
+    deviceId: z.string(),
+    projectId: z.string(),
+    connectivity: z.enum(CONNECTIVITY_STATES),
+    /** Server time of the observation, ISO 8601 UTC. */
+    observedAt: z.iso.datetime(),
+    /** Why, in a word: agent_connected, agent_offline, last_will, device_reported. */
+    cause: z.string().max(64),
+  }),
+  'forever',
+);
+
+export const connectivityEvents = [DeviceConnectivityChanged] as const;
+export type ConnectivityEvent = DomainEvent<typeof DeviceConnectivityChanged>;
