@@ -1,4 +1,4 @@
-import type { Pool, PoolClient } from '../infra/postgres/pool.js';
+import { inTransaction, type Pool, type PoolClient } from '../infra/postgres/pool.js';
 import type { Projector } from './projector.js';
 
 export interface Checkpoint {
@@ -10,9 +10,7 @@ export interface Checkpoint {
 
 /** Creates the projector's live tables and its checkpoint row if they are missing. */
 export async function installProjector(pool: Pool, projector: Projector): Promise<void> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  await inTransaction(pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`projector-install:${projector.name}`]);
     await client.query('SET LOCAL search_path = public');
     await client.query(projector.schemaSql);
@@ -21,13 +19,7 @@ export async function installProjector(pool: Pool, projector: Projector): Promis
        ON CONFLICT (projector) DO NOTHING`,
       [projector.name, projector.version],
     );
-    await client.query('COMMIT');
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 export async function readCheckpoint(db: Pool | PoolClient, name: string): Promise<Checkpoint | undefined> {

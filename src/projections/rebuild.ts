@@ -1,5 +1,5 @@
 import type { EventStore } from '../eventstore/port.js';
-import type { Pool, PoolClient } from '../infra/postgres/pool.js';
+import { inTransaction, type Pool, type PoolClient } from '../infra/postgres/pool.js';
 import { installProjector, lockCheckpoint, saveCheckpoint } from './checkpoints.js';
 import type { Projector } from './projector.js';
 
@@ -90,18 +90,12 @@ async function withShadow<T>(
   pool: Pool,
   shadow: string,
   work: (client: PoolClient) => Promise<T>,
+  /** Shadow batches need no fsync each: a rebuild cut short by a crash starts again from scratch. */
+  relaxedDurability = false,
 ): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     await client.query(`SET LOCAL search_path = ${shadow}, public`);
-    const result = await work(client);
-    await client.query('COMMIT');
-    return result;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+    if (relaxedDurability) await client.query('SET LOCAL synchronous_commit = off');
+    return work(client);
+  });
 }

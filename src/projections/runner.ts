@@ -1,6 +1,6 @@
 import type { EventStore } from '../eventstore/port.js';
 import type { Logger } from '../infra/logger.js';
-import type { Pool } from '../infra/postgres/pool.js';
+import { inTransaction, type Pool } from '../infra/postgres/pool.js';
 import { installProjector, lockCheckpoint, readCheckpoint, saveCheckpoint } from './checkpoints.js';
 import type { Projector } from './projector.js';
 import { rebuildProjector } from './rebuild.js';
@@ -103,24 +103,13 @@ export async function commitBatch(
   events: Parameters<Projector['apply']>[0],
   next: string | undefined,
 ): Promise<boolean> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
+  return inTransaction(pool, async (client) => {
     const current = await lockCheckpoint(client, projector.name);
-    if (current !== expected) {
-      await client.query('ROLLBACK');
-      return false;
-    }
+    if (current !== expected) return false;
     if (events.length > 0) await projector.apply(events, client);
     await saveCheckpoint(client, projector.name, next ?? expected, events.length);
-    await client.query('COMMIT');
     return true;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
+  });
 }
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {
