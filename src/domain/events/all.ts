@@ -1,10 +1,21 @@
+import { bindingEvents } from '../bindings/events.js';
+import { connectivityEvents } from '../connectivity/events.js';
+import { deviceEvents } from '../devices/events.js';
+import { identityEvents } from '../identity/events.js';
+import { siteEvents } from '../sites/events.js';
 import type { EventDefinition } from './definition.js';
 
 /**
  * Every event type of the system, one list per feature. A feature that records facts adds its list here,
  * so projectors and the audit log can ask which types exist without a hand-kept copy.
  */
-export const allEvents: readonly EventDefinition[] = [];
+export const allEvents: readonly EventDefinition[] = [
+  ...identityEvents,
+  ...siteEvents,
+  ...deviceEvents,
+  ...bindingEvents,
+  ...connectivityEvents,
+];
 
 const byType = new Map(allEvents.map((d) => [d.type, d]));
 

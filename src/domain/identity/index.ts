@@ -1,0 +1,4 @@
+export * from './scopes.js';
+export * from './events.js';
+export * from './project.js';
+export * from './client.js';
