@@ -1,0 +1,22 @@
+import { DomainError } from '../../domain/errors.js';
+import { createProject } from '../../identity/projects.js';
+import { withCliContext } from '../context.js';
+import { CliError, type Output } from '../output.js';
+
+export async function projectCreate(out: Output, options: { name?: string }): Promise<void> {
+  if (!options.name) throw new CliError('project create: --name NAME is required');
+  await withCliContext(async ({ store }) => {
+    const { projectId } = await createProject(
+      store,
+      { name: options.name! },
+      { source: 'devcloud-cli' },
+    ).catch(cliRefusal);
+    out.result({ projectId }, projectId);
+  });
+}
+
+/** A domain refusal becomes the CLI's one-line error; anything else stays a failure. */
+export function cliRefusal(error: unknown): never {
+  if (error instanceof DomainError) throw new CliError(error.message);
+  throw error;
+}
