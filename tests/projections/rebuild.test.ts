@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { expect } from 'chai';
+import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { auditProjector } from '../../src/projections/audit/projector.js';
+import { catchUpProjector } from '../../src/projections/catch-up.js';
+import { readCheckpoint } from '../../src/projections/checkpoints.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+/** Runs the real CLI against the test database; resolves with its stdout lines and exit code. */
+function devcloud(
+  args: string[],
+  databaseUrl: string,
+): Promise<{ code: number; lines: string[]; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['bin/devcloud.js', ...args], {
+      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', PROJECTION_BATCH_SIZE: '500' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    child.on('exit', (code) =>
+      resolve({ code: code ?? -1, lines: out.split('\n').filter(Boolean), stderr: err }),
+    );
+  });
+}
+
+describe('devcloud projections rebuild', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+  const total = 20_000;
+
+  before(async function () {
+    this.timeout(120_000);
+    db = await freshDatabase();
+    store = new PostgresEventStore(db.pool, { connectionString: db.url });
+    for (let b = 0; b < total / 1000; b++) {
+      const events = Array.from({ length: 1000 }, (_, i) => ({
+        id: randomUUID(),
+        type: 'ProjectCreated',
+        data: { projectId: `prj_bench${b}x${i}`, name: `project ${b}-${i}` },
+      }));
+      await store.append(`project-bench-${b}`, events, 'no_stream');
+    }
+    await catchUpProjector(db.pool, store, auditProjector());
+  });
+  after(async () => {
+    await store.close();
+    await db.drop();
+  });
+
+  it('keeps readers of the projection getting complete answers while it runs, then swaps in an identical table', async function () {
+    this.timeout(120_000);
+    const before = (
+      await db.pool.query('SELECT position, event_id, event_type, data FROM audit_log ORDER BY position')
+    ).rows;
+    expect(before).to.have.length(total);
+
+    let rebuilding = true;
+    const answers: number[] = [];
+    const readers = Array.from({ length: 3 }, async () => {
+      while (rebuilding) {
+        const { rows } = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM audit_log');
+        answers.push(Number(rows[0]!.n));
+      }
+    });
+    const rebuild = await devcloud(['projections', 'rebuild', 'audit', '--json'], db.url);
+    rebuilding = false;
+    await Promise.all(readers);
+
+    expect(rebuild.code, rebuild.stderr).to.equal(0);
+    expect(answers.length, 'readers kept querying during the rebuild').to.be.greaterThan(10);
+    expect(
+      answers.every((n) => n === total),
+      `every answer complete (saw ${[...new Set(answers)].join(', ')})`,
+    ).to.equal(true);
+
+    const progress = rebuild.lines.map(
+      (l) => JSON.parse(l) as { eventsApplied: number; done: boolean; eventsPerSecond: number },
+    );
+    expect(progress.at(-1)).to.include({ eventsApplied: total, done: true });
+    expect(progress.at(-1)!.eventsPerSecond).to.be.greaterThan(0);
+
+    const after = (
+      await db.pool.query('SELECT position, event_id, event_type, data FROM audit_log ORDER BY position')
+    ).rows;
+    expect(after).to.deep.equal(before);
+    expect((await readCheckpoint(db.pool, 'audit'))!.position).to.equal(await store.headPosition());
+    const shadows = await db.pool.query(`SELECT 1 FROM pg_namespace WHERE nspname LIKE 'rebuild_%'`);
+    expect(shadows.rowCount, 'the shadow schema is gone').to.equal(0);
+  });
+
+  it('reports an unknown projector as a one-line failure with a non-zero exit', async () => {
+    const result = await devcloud(['projections', 'rebuild', 'nonesuch'], db.url);
+    expect(result.code).to.equal(1);
+    expect(result.stderr.trim().split('\n')).to.have.length(1);
+    expect(result.stderr).to.match(/no projector named nonesuch/);
+  });
+});
