@@ -33,6 +33,10 @@ const schema = z.object({
   MQTT_MAX_PACKET_BYTES: positiveInt.default(65536),
   PUBLIC_BASE_URL: z.url().default('http://localhost:8080'),
   TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
+  RATE_LIMIT_PER_SECOND: positiveInt.default(30),
+  RATE_LIMIT_BURST: positiveInt.default(60),
+  // Unset: GET /metrics does not exist. Set: it answers only to `Authorization: Bearer <METRICS_TOKEN>`.
+  METRICS_TOKEN: z.string().min(32, 'at least 32 characters').optional(),
   ROLES: z
     .string()
     .default(roles.join(','))

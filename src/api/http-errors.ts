@@ -50,6 +50,13 @@ export function toHttp(error: unknown): HttpAnswer {
   if (bodyParser.type === 'encoding.unsupported' || bodyParser.type === 'charset.unsupported') {
     return { status: 415, body: { error: 'unsupported_media_type' }, headers: {} };
   }
+  // Any other client error raised by express or body-parser (a bad %-escape in a path, too many form fields).
+  const clientStatus = bodyParser.status ?? bodyParser.statusCode;
+  if (typeof clientStatus === 'number' && clientStatus >= 400 && clientStatus < 500) {
+    return clientStatus === 413
+      ? { status: 413, body: { error: 'payload_too_large' }, headers: {} }
+      : { status: 400, body: { error: 'invalid_request' }, headers: {} };
+  }
   return { status: 500, body: { error: 'internal_error' }, headers: {} };
 }
 

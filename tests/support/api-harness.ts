@@ -22,13 +22,19 @@ export interface TestApi {
   close(): Promise<void>;
 }
 
-export async function startTestApi(env: Record<string, string> = {}): Promise<TestApi> {
+export async function startTestApi(
+  env: Record<string, string> = {},
+  options: { now?: () => number } = {},
+): Promise<TestApi> {
   const db = await freshDatabase();
   const config = loadConfig({
     DATABASE_URL: db.url,
     LOG_LEVEL: 'silent',
     HTTP_PORT: '0',
     HTTP_HOST: '127.0.0.1',
+    // Suites send bursts of requests from one address; the rate-limit tests set the real limits back.
+    RATE_LIMIT_PER_SECOND: '100000',
+    RATE_LIMIT_BURST: '100000',
     ...env,
   });
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -44,7 +50,7 @@ export async function startTestApi(env: Record<string, string> = {}): Promise<Te
       standbyRetryMs: 200,
     }),
   );
-  const app = createApiApp({ config, logger, metrics, pool: db.pool, store });
+  const app = createApiApp({ config, logger, metrics, pool: db.pool, store, now: options.now });
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });

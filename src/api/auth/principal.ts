@@ -1,21 +1,17 @@
+import { SCOPES, type ScopeName } from '../../domain/identity/scopes.js';
+
 /**
  * Who is calling: an OAuth client of one project, with the scopes its access token carries. Every read and
  * write is scoped to `projectId`; nothing in a request body or query can widen it.
  */
-export const SPEC_SCOPES = [
-  'devices:read',
-  'devices:write',
-  'telemetry:read',
-  'telemetry:live',
-  'catalog:read',
-  'commands:high_risk',
-] as const;
+export const SPEC_SCOPES = SCOPES.filter((s) => !s.startsWith('grants:'));
 
-export type Scope = string;
+export type Scope = ScopeName;
 
 export interface Principal {
   readonly projectId: string;
   readonly clientId: string;
+  /** The token's scopes plus those they imply (grants:admin brings grants:revoke). */
   readonly scopes: ReadonlySet<Scope>;
   /** The access token's jti, for logs and audit metadata. */
   readonly tokenId: string;

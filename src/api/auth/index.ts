@@ -1,0 +1,36 @@
+import type { Router, RequestHandler } from 'express';
+import type { Config } from '../../config.js';
+import type { EventStore } from '../../eventstore/port.js';
+import type { Pool } from '../../infra/postgres/pool.js';
+import { AccessTokens } from '../../identity/access-tokens.js';
+import { SigningKeys } from '../../identity/signing-keys.js';
+import { authenticate } from './authenticate.js';
+import { RevokedClients } from './revoked-clients.js';
+import { tokenEndpoint } from './token-endpoint.js';
+
+export { authenticate } from './authenticate.js';
+export { requireScope } from './require-scope.js';
+export type { Principal, Scope } from './principal.js';
+
+export interface ApiAuth {
+  /** POST /oauth/token, to mount under /v1 ahead of `authenticate`. */
+  readonly tokenRoutes: Router;
+  /** Bearer-token authentication for everything else under /v1. */
+  readonly authenticate: RequestHandler;
+}
+
+/** One app's authentication: its signing-key cache, revocation cache, token endpoint and middleware. */
+export function createApiAuth(deps: {
+  config: Config;
+  pool: Pool;
+  store: EventStore;
+  now?: () => number;
+}): ApiAuth {
+  const now = deps.now ?? (() => Date.now());
+  const tokens = new AccessTokens(new SigningKeys(deps.pool, { now }), deps.config.PUBLIC_BASE_URL, now);
+  const revoked = new RevokedClients(deps.pool, { now });
+  return {
+    tokenRoutes: tokenEndpoint({ store: deps.store, tokens }),
+    authenticate: authenticate({ tokens, revoked }),
+  };
+}

@@ -1,0 +1,332 @@
+import { z } from 'zod';
+import { SCOPES, type ScopeName } from '../../domain/identity/index.js';
+import {
+  bindingCreatedSchema,
+  bindingListSchema,
+  bindingRequestSchema,
+  bindingSchema,
+} from '../routes/bindings.js';
+import { catalogueEntrySchema, catalogueSchema } from '../routes/catalogue.js';
+import { deviceListQuerySchema, deviceListSchema, deviceSchema } from '../routes/devices.js';
+import { siteListSchema, siteSchema } from '../routes/sites.js';
+import {
+  errorSchema,
+  healthSchema,
+  oauthErrorSchema,
+  tokenRequestSchema,
+  tokenResponseSchema,
+} from './described-elsewhere.js';
+
+type Json = Record<string, unknown>;
+
+/**
+ * The OpenAPI 3.1 description of every route the API serves, built from the zod schemas the routes
+ * validate and answer with. `npm run openapi` writes it to docs/openapi.json; GET /openapi.json serves it.
+ */
+const requests = z.registry<{ id: string }>();
+requests.add(bindingRequestSchema, { id: 'BindingRequest' });
+requests.add(tokenRequestSchema, { id: 'TokenRequest' });
+
+const responses = z.registry<{ id: string }>();
+for (const [schema, id] of [
+  [deviceSchema, 'Device'],
+  [deviceListSchema, 'DeviceList'],
+  [siteSchema, 'Site'],
+  [siteListSchema, 'SiteList'],
+  [catalogueEntrySchema, 'CatalogueEntry'],
+  [catalogueSchema, 'Catalogue'],
+  [bindingSchema, 'Binding'],
+  [bindingCreatedSchema, 'BindingCreated'],
+  [bindingListSchema, 'BindingList'],
+  [tokenResponseSchema, 'TokenResponse'],
+  [oauthErrorSchema, 'OAuthError'],
+  [healthSchema, 'Health'],
+  [errorSchema, 'Error'],
+] as const) {
+  responses.add(schema, { id });
+}
+
+const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+
+/** Operator-only routes, deliberately left out of the application interface. */
+export const UNDOCUMENTED_ROUTES: readonly string[] = [
+  'GET /metrics', // Prometheus scrape for our own monitoring, behind METRICS_TOKEN, 404 without it
+];
+
+const SCOPE_DESCRIPTIONS: Readonly<Record<ScopeName, string>> = {
+  'devices:read':
+    'GET /v1/devices, GET /v1/devices/{publicId}, the state endpoint, GET /v1/sites, GET /v1/bindings',
+  'devices:write': 'POST /v1/bindings and all of /v1/pairing/*',
+  'telemetry:read': 'the telemetry endpoint',
+  'telemetry:live': 'GET /v1/live',
+  'catalog:read': 'GET /v1/catalog/capabilities',
+  'commands:high_risk': 'S3 capabilities',
+  'grants:admin': 'enable write grants (implies grants:revoke)',
+  'grants:revoke': 'revoke write grants',
+};
+
+const error = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: ref('Error') } },
+});
+
+const RATE_LIMITED = {
+  description: 'Rate limit exceeded (30 requests/s per IP, burst 60).',
+  headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } },
+  content: { 'application/json': { schema: ref('Error') } },
+};
+
+/** What every bearer-authenticated operation can answer besides its own outcomes. */
+function secured(scope: ScopeName, operation: Json & { responses: Json }): Json {
+  return {
+    ...operation,
+    security: [{ oauth2: [scope] }],
+    responses: {
+      ...operation.responses,
+      401: error('Missing, expired or invalid token (`unauthorized`).'),
+      403: error(`The token lacks ${scope} (\`forbidden\`, no reasons).`),
+      429: RATE_LIMITED,
+    },
+  };
+}
+
+const ok = (id: string, description: string, headers: Json = {}) => ({
+  description,
+  ...(Object.keys(headers).length > 0 && { headers }),
+  content: { 'application/json': { schema: ref(id) } },
+});
+
+const INVALID_QUERY = error(
+  'Unknown, repeated or malformed query parameter (`invalid_query`, with `parameter`).',
+);
+
+/** Query parameters from a route's strict query schema: name, optionality, description and JSON Schema. */
+function queryParameters(schema: z.ZodObject): Json[] {
+  return Object.entries(schema.shape).map(([name, field]) => {
+    const { description, ...jsonSchema } = clean(z.toJSONSchema(field as z.ZodType, { io: 'input' }));
+    return {
+      name,
+      in: 'query',
+      required: !(field as z.ZodType).safeParse(undefined).success,
+      ...(description !== undefined && { description }),
+      schema: jsonSchema,
+    };
+  });
+}
+
+/** Express-style method and path of each operation, then the operation. */
+const OPERATIONS: readonly (readonly [string, string, Json])[] = [
+  [
+    'get',
+    '/health',
+    {
+      summary: 'Liveness of the service and its dependencies',
+      security: [],
+      responses: {
+        200: ok('Health', 'The service and its dependencies answer.'),
+        503: ok('Health', 'A dependency is down; the body names it.'),
+        429: RATE_LIMITED,
+      },
+    },
+  ],
+  [
+    'get',
+    '/openapi.json',
+    {
+      summary: 'This document',
+      security: [],
+      responses: {
+        200: {
+          description: 'The OpenAPI 3.1 document.',
+          content: { 'application/json': { schema: { type: 'object' } } },
+        },
+        429: RATE_LIMITED,
+      },
+    },
+  ],
+  [
+    'post',
+    '/v1/oauth/token',
+    {
+      summary: 'Access token (OAuth 2.0 client_credentials)',
+      description:
+        'Credentials in the form, or with HTTP Basic when the client was created for it (then credentials ' +
+        'in the form answer invalid_client). No refresh token. Responses carry Cache-Control: no-store.',
+      security: [{}, { clientBasic: [] }],
+      requestBody: {
+        required: true,
+        content: { 'application/x-www-form-urlencoded': { schema: ref('TokenRequest') } },
+      },
+      responses: {
+        200: ok('TokenResponse', 'The access token.'),
+        400: ok('OAuthError', 'invalid_request, unsupported_grant_type or invalid_scope.'),
+        401: ok('OAuthError', 'invalid_client: unknown client, wrong secret, revoked, or wrong method.'),
+        415: error('The body is not application/x-www-form-urlencoded.'),
+        429: RATE_LIMITED,
+      },
+    },
+  ],
+  [
+    'get',
+    '/v1/devices',
+    secured('devices:read', {
+      summary: "A page of the project's devices",
+      description:
+        'Filters combine and match exactly (case-sensitive). Pages are in registration order; follow ' +
+        'nextCursor, with the same filters, until it is absent. Devices registered during a walk appear at its end.',
+      parameters: queryParameters(deviceListQuerySchema),
+      responses: {
+        200: ok('DeviceList', 'A page of devices; an empty list is a valid answer.'),
+        400: INVALID_QUERY,
+      },
+    }),
+  ],
+  [
+    'get',
+    '/v1/devices/:publicId',
+    secured('devices:read', {
+      summary: 'One device',
+      parameters: [{ name: 'publicId', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        200: ok('Device', 'The device.'),
+        400: INVALID_QUERY,
+        404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
+      },
+    }),
+  ],
+  [
+    'get',
+    '/v1/sites',
+    secured('devices:read', {
+      summary: "The project's sites, oldest first (not paginated)",
+      responses: { 200: ok('SiteList', 'Every site of the project.'), 400: INVALID_QUERY },
+    }),
+  ],
+  [
+    'get',
+    '/v1/catalog/capabilities',
+    secured('catalog:read', {
+      summary: 'The capability catalogue',
+      responses: {
+        200: ok('Catalogue', 'Every catalogue entry.', {
+          'Cache-Control': { schema: { type: 'string' }, description: 'private, max-age=3600' },
+          ETag: {
+            schema: { type: 'string' },
+            description: 'Strong validator; send it back in If-None-Match.',
+          },
+        }),
+        304: { description: 'Not modified since the ETag sent in If-None-Match.' },
+        400: INVALID_QUERY,
+      },
+    }),
+  ],
+  [
+    'post',
+    '/v1/bindings',
+    secured('devices:write', {
+      summary: 'Bind a device to an object of your application',
+      parameters: [
+        {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'Same key and same body: the same answer as the first time. Same key, other body: 409. ' +
+            'Alternative to the body field idempotencyKey (both given: they must be equal).',
+          schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+        },
+      ],
+      requestBody: { required: true, content: { 'application/json': { schema: ref('BindingRequest') } } },
+      responses: {
+        201: ok('BindingCreated', 'The binding (also on an idempotent replay).'),
+        400: error('Malformed JSON or an unknown query parameter.'),
+        404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
+        409: error('The idempotency key was used with a different body (`conflict`).'),
+        413: error('Body over 64 kB.'),
+        415: error('The body is not JSON.'),
+        422: error('Validation failure (`invalid_request`, with `reason` and `field`).'),
+      },
+    }),
+  ],
+  [
+    'get',
+    '/v1/bindings',
+    secured('devices:read', {
+      summary: "The project's bindings, oldest first (not paginated)",
+      responses: { 200: ok('BindingList', 'Every binding of the project.'), 400: INVALID_QUERY },
+    }),
+  ],
+];
+
+/** "GET /v1/devices/:publicId" for each documented operation, as express declares its routes. */
+export const DOCUMENTED_ROUTES: readonly string[] = OPERATIONS.map(([m, p]) => `${m.toUpperCase()} ${p}`);
+
+export function openApiDocument(): Json {
+  const paths: Record<string, Json> = {};
+  for (const [method, expressPath, operation] of OPERATIONS) {
+    const path = expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    paths[path] = { ...paths[path], [method]: operation };
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Device Cloud API',
+      version: 'v1',
+      description:
+        'EU-hosted cloud for connected devices. Every path but /health, /openapi.json and the token ' +
+        'endpoint needs Authorization: Bearer <ACCESS_TOKEN>. Decisions the interface leaves open are in docs/api.md.',
+    },
+    paths,
+    components: {
+      schemas: { ...componentSchemas(requests, 'input'), ...componentSchemas(responses, 'output') },
+      securitySchemes: {
+        oauth2: {
+          type: 'oauth2',
+          flows: {
+            clientCredentials: {
+              tokenUrl: '/v1/oauth/token',
+              scopes: Object.fromEntries(SCOPES.map((s) => [s, SCOPE_DESCRIPTIONS[s]])),
+            },
+          },
+        },
+        clientBasic: {
+          type: 'http',
+          scheme: 'basic',
+          description: 'Client id and secret, for the token endpoint.',
+        },
+      },
+    },
+  };
+}
+
+function componentSchemas(registry: z.core.$ZodRegistry<{ id: string }>, io: 'input' | 'output'): Json {
+  const { schemas } = z.toJSONSchema(registry, { io, uri: (id) => `#/components/schemas/${id}` });
+  // Requests are closed (unknown fields are refused); answers may gain fields, so they are left open.
+  const open = (schema: Json) => (io === 'input' ? schema : dropClosedObjects(schema));
+  return Object.fromEntries(Object.entries(schemas).map(([id, schema]) => [id, open(clean(schema as Json))]));
+}
+
+function dropClosedObjects(schema: Json): Json {
+  return JSON.parse(
+    JSON.stringify(schema, (key, value: unknown) =>
+      key === 'additionalProperties' && value === false ? undefined : value,
+    ),
+  ) as Json;
+}
+
+/** Drops what JSON Schema generation adds for standalone use, and zod's long date-time regex (format says it). */
+function clean(schema: Json): Json {
+  const { $schema: _schema, $id: _id, ...rest } = schema;
+  return JSON.parse(
+    JSON.stringify(rest, (_key, value: unknown) => {
+      if (value && typeof value === 'object' && (value as Json).format === 'date-time') {
+        const { pattern: _pattern, ...withoutPattern } = value as Json;
+        return withoutPattern;
+      }
+      return value;
+    }),
+  ) as Json;
+}
+
+/** The checked-in form, docs/openapi.json: two-space JSON and a final newline. */
+export const renderOpenApi = () => JSON.stringify(openApiDocument(), null, 2) + '\n';

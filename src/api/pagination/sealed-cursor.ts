@@ -1,0 +1,36 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+
+/**
+ * An opaque cursor: the payload sealed with AES-256-GCM under a server key, bound to a context (the
+ * project) as additional data. The client cannot read it, and any change to it, or its use in another
+ * context, fails authentication. Layout, base64url: version (1) | iv (12) | ciphertext | tag (16).
+ */
+const VERSION = 1;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+export function sealCursor(key: Buffer, context: string, payload: Buffer): string {
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, iv);
+  cipher.setAAD(Buffer.from(context, 'utf8'));
+  const body = Buffer.concat([cipher.update(payload), cipher.final()]);
+  return Buffer.concat([Buffer.of(VERSION), iv, body, cipher.getAuthTag()]).toString('base64url');
+}
+
+/** The payload, or undefined for anything this server did not seal for this context. */
+export function openCursor(key: Buffer, context: string, cursor: string): Buffer | undefined {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;
+  const raw = Buffer.from(cursor, 'base64url');
+  if (raw.length < 1 + IV_BYTES + TAG_BYTES || raw[0] !== VERSION) return undefined;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(1, 1 + IV_BYTES));
+    decipher.setAAD(Buffer.from(context, 'utf8'));
+    decipher.setAuthTag(raw.subarray(raw.length - TAG_BYTES));
+    return Buffer.concat([
+      decipher.update(raw.subarray(1 + IV_BYTES, raw.length - TAG_BYTES)),
+      decipher.final(),
+    ]);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,121 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { CAPABILITY_KEYS, capabilityKeySchema } from '../../domain/catalogue/index.js';
+import { InvalidInput } from '../../domain/errors.js';
+import type { EventStore } from '../../eventstore/port.js';
+import type { Pool } from '../../infra/postgres/pool.js';
+import { waitForProjection } from '../../projections/catch-up.js';
+import { listBindings } from '../../projections/bindings/queries.js';
+import { createBinding } from '../../registry/bindings.js';
+import { requireScope } from '../auth/require-scope.js';
+import { noQuerySchema, parseBody, parseQuery } from '../validation.js';
+
+const label = z.string().min(1);
+const idempotencyKeySchema = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,255}$/, { error: 'invalid_idempotency_key' })
+  .meta({
+    description: '1 to 255 printable ASCII characters, no spaces. Alternative to the Idempotency-Key header.',
+  });
+
+export const bindingRequestSchema = z.strictObject({
+  deviceId: label.max(64).meta({ description: 'Public id of a registered device of your project.' }),
+  resourceType: label.max(64).meta({ description: 'Your own type name for the object (free-form).' }),
+  resourceId: label.max(256).meta({ description: 'Your identifier of the object.' }),
+  channelMapping: z
+    .partialRecord(capabilityKeySchema, label.max(128), {
+      // zod types this hook narrower than it runs: a key outside the enum arrives as unrecognized_keys.
+      error: (issue) => ((issue.code as string) === 'unrecognized_keys' ? 'unknown_capability' : undefined),
+    })
+    .optional()
+    .meta({ description: 'Catalogue key -> your label for it. A labelling aid only.' }),
+  idempotencyKey: idempotencyKeySchema.optional(),
+});
+
+export const bindingSchema = z.object({
+  bindingId: z.string(),
+  deviceId: z.string(),
+  resourceType: z.string(),
+  resourceId: z.string(),
+  channelMapping: z.record(z.string(), z.string()).meta({ description: 'Empty when none was given.' }),
+  createdAt: z.iso.datetime(),
+});
+
+export const bindingCreatedSchema = z.object({ binding: bindingSchema });
+export const bindingListSchema = z.object({ bindings: z.array(bindingSchema) });
+
+type BindingWire = z.output<typeof bindingSchema>;
+
+/** A binding as the event holds it (createdAt a string) or as the read model does (a Date). */
+interface BindingLike {
+  readonly bindingId: string;
+  readonly deviceId: string;
+  readonly resourceType: string;
+  readonly resourceId: string;
+  readonly channelMapping: Readonly<Record<string, string>>;
+  readonly createdAt: string | Date;
+}
+
+const toBindingWire = (b: BindingLike): BindingWire => ({
+  bindingId: b.bindingId,
+  deviceId: b.deviceId,
+  resourceType: b.resourceType,
+  resourceId: b.resourceId,
+  channelMapping: inCatalogueOrder(b.channelMapping),
+  createdAt: typeof b.createdAt === 'string' ? b.createdAt : b.createdAt.toISOString(),
+});
+
+// Stores may reorder an object's keys (jsonb does), so answers list them in catalogue order: a replay, the
+// first answer and the list then read byte for byte the same.
+const CATALOGUE_ORDER = new Map<string, number>(CAPABILITY_KEYS.map((key, i) => [key, i]));
+function inCatalogueOrder(mapping: Readonly<Record<string, string>>): Record<string, string> {
+  const rank = (key: string) => CATALOGUE_ORDER.get(key) ?? CATALOGUE_ORDER.size;
+  return Object.fromEntries(
+    Object.entries(mapping).sort(([a], [b]) => rank(a) - rank(b) || (a < b ? -1 : 1)),
+  );
+}
+
+/**
+ * POST and GET /bindings (mounted under /v1, behind the JSON body parser). There is no DELETE: a binding is
+ * kept for ever.
+ */
+export function bindingRoutes(deps: { pool: Pool; store: EventStore }): Router {
+  const router = Router();
+
+  router.post('/bindings', requireScope('devices:write'), async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    const { idempotencyKey: bodyKey, channelMapping, ...request } = parseBody(bindingRequestSchema, req.body);
+    const outcome = await createBinding(
+      deps.store,
+      {
+        projectId: req.principal!.projectId,
+        request: { ...request, channelMapping: channelMapping ?? {} },
+        idempotencyKey: idempotencyKey(req.get('idempotency-key'), bodyKey),
+        at: new Date(),
+      },
+      { clientId: req.principal!.clientId, requestId: req.id },
+    );
+    await waitForProjection(deps.pool, deps.store, 'bindings', outcome.position);
+    const body: z.output<typeof bindingCreatedSchema> = { binding: toBindingWire(outcome.binding) };
+    res.status(201).set('Cache-Control', 'no-store').json(body);
+  });
+
+  router.get('/bindings', requireScope('devices:read'), async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    const bindings = await listBindings(deps.pool, req.principal!.projectId);
+    const body: z.output<typeof bindingListSchema> = { bindings: bindings.map(toBindingWire) };
+    res.set('Cache-Control', 'no-store').json(body);
+  });
+
+  return router;
+}
+
+/** The header and the body field are two ways to send one key; sending two different keys is an error. */
+function idempotencyKey(header: string | undefined, body: string | undefined): string | undefined {
+  if (header === undefined) return body;
+  const parsed = idempotencyKeySchema.safeParse(header);
+  if (!parsed.success) throw new InvalidInput('invalid_idempotency_key', 'Idempotency-Key');
+  if (body !== undefined && body !== header)
+    throw new InvalidInput('idempotency_key_mismatch', 'idempotencyKey');
+  return header;
+}

@@ -1,0 +1,110 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { DEVICE_KINDS, DEVICE_PROFILES, DEVICE_STATUSES } from '../../domain/devices/index.js';
+import { NotFound } from '../../domain/errors.js';
+import type { Pool } from '../../infra/postgres/pool.js';
+import { findDevice, listDevices, type DeviceRecord } from '../../projections/devices/queries.js';
+import { requireScope } from '../auth/require-scope.js';
+import { deviceCursors } from '../pagination/device-cursor.js';
+import { noQuerySchema, parseQuery } from '../validation.js';
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 200;
+
+/** Device fields are snake_case, like the spec's product_model, parent_hub_id and site_id. */
+export const deviceSchema = z.object({
+  id: z.string().meta({ description: 'The public id: the {publicId} of paths and the deviceId elsewhere.' }),
+  status: z.enum(DEVICE_STATUSES),
+  manufacturer: z.string().meta({ description: 'As reported by the device, case preserved.' }),
+  product_model: z.string().meta({ description: 'As reported by the device, case preserved.' }),
+  parent_hub_id: z
+    .string()
+    .nullable()
+    .meta({ description: 'Public id of the hub the device is reached through; null for a hub.' }),
+  site_id: z.string(),
+  kind: z.enum(DEVICE_KINDS),
+  profile: z.enum(DEVICE_PROFILES).meta({ description: 'Catalogue profile; a draft cannot be armed.' }),
+  capabilities: z.array(z.string()).meta({ description: 'Catalogue keys the device offers.' }),
+  created_at: z.iso.datetime().meta({ description: 'When the device was registered (UTC).' }),
+});
+
+export const deviceListQuerySchema = z.strictObject({
+  status: z
+    .enum(DEVICE_STATUSES, { error: 'unknown_status' })
+    .optional()
+    .meta({ description: 'Lifecycle status; an unknown value is refused (400).' }),
+  model: z
+    .string()
+    .min(1)
+    .max(128)
+    .optional()
+    .meta({ description: 'Exact, case-sensitive match on product_model.' }),
+  site_id: z.string().min(1).max(64).optional(),
+  cursor: z
+    .string()
+    .min(1)
+    .max(512)
+    .optional()
+    .meta({ description: 'The nextCursor of the previous page, unchanged, with the same filters.' }),
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,9}$/, { error: 'not_a_positive_integer' })
+    .transform(Number)
+    .pipe(z.number().int().min(1, { error: 'not_a_positive_integer' }))
+    .optional()
+    .meta({
+      description: `Page size, default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are served as ${MAX_PAGE_SIZE}.`,
+    }),
+});
+
+export const deviceListSchema = z.object({
+  devices: z.array(deviceSchema),
+  nextCursor: z
+    .string()
+    .optional()
+    .meta({ description: 'Present while more devices follow; absent on the last page.' }),
+});
+
+type DeviceWire = z.output<typeof deviceSchema>;
+
+function toDeviceWire(device: DeviceRecord): DeviceWire {
+  return {
+    id: device.deviceId,
+    status: device.status as DeviceWire['status'],
+    manufacturer: device.manufacturer,
+    product_model: device.productModel,
+    parent_hub_id: device.parentHubId,
+    site_id: device.siteId,
+    kind: device.kind as DeviceWire['kind'],
+    profile: device.profile as DeviceWire['profile'],
+    capabilities: [...device.capabilities],
+    created_at: device.createdAt.toISOString(),
+  };
+}
+
+/** GET /devices and GET /devices/{publicId} (mounted under /v1), scoped to the caller's project. */
+export function deviceRoutes(deps: { pool: Pool; cursorKey: (name: string) => Promise<Buffer> }): Router {
+  const router = Router();
+  const cursors = deviceCursors(deps.cursorKey);
+
+  router.get('/devices', requireScope('devices:read'), async (req, res) => {
+    const projectId = req.principal!.projectId;
+    const query = parseQuery(deviceListQuerySchema, req.query);
+    const filter = { status: query.status, productModel: query.model, siteId: query.site_id };
+    const after = query.cursor === undefined ? 0n : await cursors.open(projectId, filter, query.cursor);
+    const limit = Math.min(query.limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
+    const page = await listDevices(deps.pool, projectId, filter, { after, limit });
+    const body: z.output<typeof deviceListSchema> = { devices: page.devices.map(toDeviceWire) };
+    if (page.next !== undefined) body.nextCursor = await cursors.seal(projectId, filter, page.next);
+    res.set('Cache-Control', 'no-store').json(body);
+  });
+
+  router.get('/devices/:publicId', requireScope('devices:read'), async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    const device = await findDevice(deps.pool, req.principal!.projectId, String(req.params.publicId));
+    if (!device) throw new NotFound('device');
+    res.set('Cache-Control', 'no-store').json(toDeviceWire(device));
+  });
+
+  return router;
+}

@@ -1,0 +1,12 @@
+import { Router } from 'express';
+import { openApiDocument } from '../openapi/document.js';
+
+/** GET /openapi.json, without authentication: the interface is public, the data behind it is not. */
+export function openApiRoutes(): Router {
+  const router = Router();
+  const document = openApiDocument();
+  router.get('/openapi.json', (_req, res) => {
+    res.set('Cache-Control', 'public, max-age=3600').json(document);
+  });
+  return router;
+}

@@ -1,0 +1,18 @@
+import { Router } from 'express';
+import type { EventStore } from '../../eventstore/port.js';
+import type { Pool } from '../../infra/postgres/pool.js';
+import { cursorKeys } from '../pagination/cursor-keys.js';
+import { bindingRoutes } from './bindings.js';
+import { catalogueRoutes } from './catalogue.js';
+import { deviceRoutes } from './devices.js';
+import { siteRoutes } from './sites.js';
+
+/** The registry's read API and bindings, to mount under /v1 behind authentication. */
+export function registryRoutes(deps: { pool: Pool; store: EventStore }): Router {
+  const router = Router();
+  router.use(deviceRoutes({ pool: deps.pool, cursorKey: cursorKeys(deps.pool) }));
+  router.use(siteRoutes(deps));
+  router.use(catalogueRoutes());
+  router.use(bindingRoutes(deps));
+  return router;
+}

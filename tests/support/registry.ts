@@ -1,0 +1,89 @@
+import { deviceDecider, deviceStreamName, type RegisterDevice } from '../../src/domain/devices/index.js';
+import { handleCommand } from '../../src/eventstore/handle-command.js';
+import { registerDevice } from '../../src/registry/devices.js';
+import { createSite } from '../../src/registry/sites.js';
+import type { TestApi } from './api-harness.js';
+import { authHeader } from './tenants.js';
+
+export interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  readonly body: unknown;
+}
+
+/** One real HTTP request; `token` becomes the bearer header, an object body is sent as JSON. */
+export async function call(
+  api: TestApi,
+  method: string,
+  path: string,
+  options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) Object.assign(headers, authHeader(options.token));
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+    headers['Content-Type'] ??= 'application/json';
+  }
+  const response = await fetch(api.baseUrl + path, {
+    method,
+    headers,
+    body,
+    signal: AbortSignal.timeout(15_000),
+  });
+  const text = await response.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, body: parsed };
+}
+
+// Headers that differ between any two requests whatever they asked for.
+const PER_REQUEST = new Set(['date', 'x-request-id']);
+
+/** Status, body bytes and every header but the per-request ones: what "indistinguishable" compares. */
+export function fingerprint(answer: Answer) {
+  const headers = [...answer.headers.entries()].filter(([name]) => !PER_REQUEST.has(name));
+  return { status: answer.status, text: answer.text, headers };
+}
+
+export async function siteOf(api: TestApi, projectId: string, name = 'Plant', timezone = 'Europe/Paris') {
+  return (await createSite(api.store, { projectId, name, timezone })).siteId;
+}
+
+/** A registered device, appended through the real decider (adoption arrives in a later issue). */
+export async function deviceOf(
+  api: TestApi,
+  projectId: string,
+  siteId: string,
+  overrides: Partial<Omit<RegisterDevice, 'type' | 'deviceId' | 'projectId' | 'siteId'>> = {},
+): Promise<string> {
+  const { deviceId } = await registerDevice(api.store, {
+    projectId,
+    siteId,
+    parentHubId: null,
+    kind: 'device',
+    manufacturer: 'Acme',
+    productModel: 'TH-1',
+    capabilities: ['environment.temperature', 'environment.humidity'],
+    profile: 'draft',
+    ...overrides,
+  });
+  return deviceId;
+}
+
+export async function setStatus(
+  api: TestApi,
+  deviceId: string,
+  status: 'quarantined' | 'suspended' | 'retired',
+) {
+  await handleCommand(api.store, deviceStreamName(deviceId), deviceDecider, {
+    type: 'ChangeDeviceLifecycle',
+    deviceId,
+    status,
+  });
+}
