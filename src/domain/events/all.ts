@@ -1,10 +1,7 @@
-import { agentEvents } from '../agents/events.js';
 import { bindingEvents } from '../bindings/events.js';
 import { connectivityEvents } from '../connectivity/events.js';
 import { deviceEvents } from '../devices/events.js';
-import { grantEvents } from '../grants/events.js';
 import { identityEvents } from '../identity/events.js';
-import { pairingEvents } from '../pairing/events.js';
 import { siteEvents } from '../sites/events.js';
 import type { EventDefinition } from './definition.js';
 
@@ -18,9 +15,6 @@ export const allEvents: readonly EventDefinition[] = [
   ...deviceEvents,
   ...bindingEvents,
   ...connectivityEvents,
-  ...agentEvents,
-  ...pairingEvents,
-  ...grantEvents,
 ];
 
 const byType = new Map(allEvents.map((d) => [d.type, d]));
