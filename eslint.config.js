@@ -18,7 +18,22 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['node:*', 'pg', 'express', 'mqtt', 'aedes', 'pino', '../eventstore/*', '../api/*', '../projections/*', '../ingress/*', '../infra/*'], message: 'src/domain is pure: no I/O, no framework.' },
+            {
+              group: [
+                'node:*',
+                'pg',
+                'express',
+                'mqtt',
+                'aedes',
+                'pino',
+                '../eventstore/*',
+                '../api/*',
+                '../projections/*',
+                '../ingress/*',
+                '../infra/*',
+              ],
+              message: 'src/domain is pure: no I/O, no framework.',
+            },
           ],
         },
       ],

@@ -40,7 +40,9 @@ describe('GET /health and GET /metrics', () => {
 
   it('serves Prometheus metrics, including request counts', async () => {
     await fetch(`${api.baseUrl}/health`);
-    const res = await fetch(`${api.baseUrl}/metrics`, { headers: { Authorization: `Bearer ${metricsToken}` } });
+    const res = await fetch(`${api.baseUrl}/metrics`, {
+      headers: { Authorization: `Bearer ${metricsToken}` },
+    });
     expect(res.status).to.equal(200);
     const text = await res.text();
     expect(text).to.match(/devcloud_http_requests_total\{method="GET",route="\/health",status="200"\} \d+/);

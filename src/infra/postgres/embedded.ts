@@ -26,9 +26,12 @@ async function run(file: string, args: string[], options: Parameters<typeof exec
     return await execFileAsync(file, args, { ...options, encoding: 'utf8' });
   } catch (error) {
     const stderr = String((error as { stderr?: unknown }).stderr ?? '').trim();
-    throw new Error(`${path.basename(file)} failed${stderr ? `: ${stderr.split('\n').slice(-3).join(' ')}` : ''}`, {
-      cause: error,
-    });
+    throw new Error(
+      `${path.basename(file)} failed${stderr ? `: ${stderr.split('\n').slice(-3).join(' ')}` : ''}`,
+      {
+        cause: error,
+      },
+    );
   }
 }
 
