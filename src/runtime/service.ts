@@ -5,6 +5,7 @@ import { openEventStore } from '../eventstore/open.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Logger } from '../infra/logger.js';
 import { createMetrics, type Metrics } from '../infra/metrics.js';
+import { installProjector } from '../projections/checkpoints.js';
 import { runProjector } from '../projections/runner.js';
 import { openDatabase, type Database } from './database.js';
 import { allProjectors } from './projectors.js';
@@ -32,6 +33,8 @@ export async function startService(
     pool: database.pool,
     databaseUrl: database.url,
   });
+  // Read-model tables exist before any role answers, even where no projector runs in this process.
+  for (const projector of allProjectors()) await installProjector(database.pool, projector);
   const metrics = createMetrics();
   const background = new AbortController();
   const tasks: Promise<unknown>[] = [];

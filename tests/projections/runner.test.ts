@@ -5,7 +5,7 @@ import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { auditProjector } from '../../src/projections/audit/projector.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
-import { readCheckpoint } from '../../src/projections/checkpoints.js';
+import { installProjector, readCheckpoint } from '../../src/projections/checkpoints.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
@@ -97,6 +97,7 @@ describe('projection runner', () => {
 
   it('keeps one active instance per projector; the others stand by, and the result is exact', async () => {
     await appendMany(store, 5, 40);
+    await installProjector(db.pool, tallyProjector(TYPES)); // so the table exists before the first poll
     const controller = new AbortController();
     const appliedBy = [0, 0, 0];
     const runs = appliedBy.map((_, i) =>
