@@ -14,4 +14,20 @@ export interface Projector {
   readonly tables: readonly string[];
   readonly schemaSql: string;
   apply(events: readonly RecordedEvent[], db: PoolClient): Promise<void>;
+  /**
+   * Set when the read model holds history the event store no longer has (it follows events with a
+   * retention, such as readings): a replay would silently lose that history, so rebuilds are refused.
+   */
+  readonly keepsHistoryBeyondRetention?: boolean;
+}
+
+/** A rebuild was asked of a projector whose read model outlives the events it was built from. */
+export class RebuildRefused extends Error {
+  constructor(readonly projector: string) {
+    super(
+      `${projector} keeps history older than the events the store still holds; a rebuild would lose it ` +
+        '(change its tables with a migration instead)',
+    );
+    this.name = 'RebuildRefused';
+  }
 }

@@ -1,7 +1,7 @@
 import type { EventStore } from '../eventstore/port.js';
 import { inTransaction, type Pool, type PoolClient } from '../infra/postgres/pool.js';
 import { installProjector, lockCheckpoint, saveCheckpoint } from './checkpoints.js';
-import type { Projector } from './projector.js';
+import { RebuildRefused, type Projector } from './projector.js';
 
 export interface RebuildProgress {
   readonly projector: string;
@@ -23,6 +23,7 @@ export async function rebuildProjector(
   projector: Projector,
   options: { batchSize: number; signal?: AbortSignal; onProgress?: (p: RebuildProgress) => void },
 ): Promise<RebuildProgress> {
+  if (projector.keepsHistoryBeyondRetention) throw new RebuildRefused(projector.name);
   await installProjector(pool, projector);
   const shadow = `rebuild_${projector.name.replace(/[^a-z0-9_]/gi, '_')}`.toLowerCase();
   const started = Date.now();

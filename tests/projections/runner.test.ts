@@ -6,6 +6,8 @@ import { createLogger } from '../../src/infra/logger.js';
 import { auditProjector } from '../../src/projections/audit/projector.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { installProjector, readCheckpoint } from '../../src/projections/checkpoints.js';
+import { RebuildRefused } from '../../src/projections/projector.js';
+import { rebuildProjector } from '../../src/projections/rebuild.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
@@ -122,6 +124,31 @@ describe('projection runner', () => {
       'only one instance applied batches',
     ).to.have.length(1);
     expect(await tallies(db)).to.deep.equal(expected);
+  });
+
+  it('refuses to rebuild a read model that outlives its events, and stands by on a version change instead', async () => {
+    await appendMany(store, 2, 10);
+    const keeper = { ...tallyProjector(TYPES), keepsHistoryBeyondRetention: true };
+    await catchUpProjector(db.pool, store, keeper);
+    const before = await tallies(db);
+    let refusal: unknown;
+    await rebuildProjector(db.pool, store, keeper, { batchSize: 100 }).catch((e: unknown) => (refusal = e));
+    expect(refusal).to.be.instanceOf(RebuildRefused);
+    expect(await tallies(db)).to.deep.equal(before);
+
+    await appendMany(store, 1, 10);
+    const controller = new AbortController();
+    const run = runProjector(
+      db.pool,
+      store,
+      { ...keeper, version: 2 },
+      { batchSize: 50, signal: controller.signal, logger, standbyRetryMs: 50 },
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    controller.abort();
+    await run;
+    expect(await tallies(db), 'nothing projected with the new version').to.deep.equal(before);
+    expect((await readCheckpoint(db.pool, 'tally'))!.version).to.equal(1);
   });
 
   it('SIGKILLed in the middle of batches and restarted, leaves the read models exactly as a clean replay', async function () {

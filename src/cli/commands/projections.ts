@@ -1,5 +1,6 @@
 import cliProgress from 'cli-progress';
 import { readCheckpoint } from '../../projections/checkpoints.js';
+import { RebuildRefused } from '../../projections/projector.js';
 import { rebuildProjector, type RebuildProgress } from '../../projections/rebuild.js';
 import { allProjectors } from '../../runtime/projectors.js';
 import { withCliContext } from '../context.js';
