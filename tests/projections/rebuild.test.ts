@@ -92,6 +92,13 @@ describe('devcloud projections rebuild', () => {
     expect(shadows.rowCount, 'the shadow schema is gone').to.equal(0);
   });
 
+  it('refuses to rebuild a read model that outlives the readings, with a one-line reason', async () => {
+    const result = await devcloud(['projections', 'rebuild', 'telemetry'], db.url);
+    expect(result.code).to.equal(1);
+    expect(result.stderr.trim().split('\n')).to.have.length(1);
+    expect(result.stderr).to.match(/telemetry keeps history older than the events/);
+  });
+
   it('reports an unknown projector as a one-line failure with a non-zero exit', async () => {
     const result = await devcloud(['projections', 'rebuild', 'nonesuch'], db.url);
     expect(result.code).to.equal(1);

@@ -38,9 +38,14 @@ export async function projectionsStatus(out: Output): Promise<void> {
 
 export async function projectionsRebuild(out: Output, name: string | undefined): Promise<void> {
   const all = allProjectors();
-  const chosen = name ? all.filter((p) => p.name === name) : all;
+  // Without a name: every read model that can be rebuilt from the events the store still holds.
+  const chosen = name
+    ? all.filter((p) => p.name === name)
+    : all.filter((p) => !p.keepsHistoryBeyondRetention);
   if (chosen.length === 0)
     throw new CliError(`no projector named ${name}; known: ${all.map((p) => p.name).join(', ')}`);
+  const refused = chosen.find((p) => p.keepsHistoryBeyondRetention);
+  if (refused) throw new CliError(new RebuildRefused(refused.name).message);
   await withCliContext(async ({ config, database, store }) => {
     for (const projector of chosen) {
       const bar = !out.json && process.stderr.isTTY ? progressBar(projector.name) : undefined;
