@@ -97,21 +97,34 @@ export const deviceDecider: Decider<DeviceCommand, DeviceEvent, DeviceState> = {
   },
 };
 
+/**
+ * What a device reports about itself must fit before it is recorded: manufacturer and model of 1 to
+ * REPORTED_TEXT_MAX_LENGTH characters, capabilities from the catalogue, each once. Pairing checks a joining
+ * device with it too, so a candidate can always be adopted.
+ */
+export function checkReportedProfile(reported: {
+  readonly manufacturer: string;
+  readonly productModel: string;
+  readonly capabilities: readonly string[];
+}): void {
+  for (const field of ['manufacturer', 'productModel'] as const) {
+    if (reported[field].length === 0) throw new InvalidInput('empty', field);
+    if (reported[field].length > REPORTED_TEXT_MAX_LENGTH) throw new InvalidInput('too_long', field);
+  }
+  const unknown = reported.capabilities.find((key) => !isCapabilityKey(key));
+  if (unknown !== undefined) throw new InvalidInput('unknown_capability', `capabilities.${unknown}`);
+  if (new Set(reported.capabilities).size !== reported.capabilities.length) {
+    throw new InvalidInput('duplicate_capability', 'capabilities');
+  }
+}
+
 function register(command: RegisterDevice, state: DeviceState): DeviceEvent[] {
   if (state.registered) throw new Conflict('device_exists', { deviceId: command.deviceId });
   if (command.kind === 'hub' && command.parentHubId !== null) {
     throw new InvalidInput('hub_has_no_parent', 'parentHubId');
   }
   if (command.parentHubId === command.deviceId) throw new InvalidInput('own_parent', 'parentHubId');
-  for (const field of ['manufacturer', 'productModel'] as const) {
-    if (command[field].length === 0) throw new InvalidInput('empty', field);
-    if (command[field].length > REPORTED_TEXT_MAX_LENGTH) throw new InvalidInput('too_long', field);
-  }
-  const unknown = command.capabilities.find((key) => !isCapabilityKey(key));
-  if (unknown !== undefined) throw new InvalidInput('unknown_capability', `capabilities.${unknown}`);
-  if (new Set(command.capabilities).size !== command.capabilities.length) {
-    throw new InvalidInput('duplicate_capability', 'capabilities');
-  }
+  checkReportedProfile(command);
   const ieee = command.ieeeAddr === undefined ? {} : { ieeeAddr: command.ieeeAddr };
   return [
     {

@@ -7,6 +7,7 @@ export {
 } from './events.js';
 export {
   REPORTED_TEXT_MAX_LENGTH,
+  checkReportedProfile,
   deviceDecider,
   deviceStreamName,
   type ChangeDeviceLifecycle,

@@ -1,7 +1,11 @@
+import { agentEvents } from '../agents/events.js';
 import { bindingEvents } from '../bindings/events.js';
 import { connectivityEvents } from '../connectivity/events.js';
 import { deviceEvents } from '../devices/events.js';
+import { grantEvents } from '../grants/events.js';
 import { identityEvents } from '../identity/events.js';
+import { pairingEvents } from '../pairing/events.js';
+import { readingsEvents } from '../readings/events.js';
 import { siteEvents } from '../sites/events.js';
 import type { EventDefinition } from './definition.js';
 
@@ -15,6 +19,10 @@ export const allEvents: readonly EventDefinition[] = [
   ...deviceEvents,
   ...bindingEvents,
   ...connectivityEvents,
+  ...agentEvents,
+  ...pairingEvents,
+  ...grantEvents,
+  ...readingsEvents,
 ];
 
 const byType = new Map(allEvents.map((d) => [d.type, d]));
