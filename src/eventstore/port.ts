@@ -92,6 +92,13 @@ export interface SubscriptionBatch {
   readonly caughtUp: boolean;
 }
 
+/** One retention batch: events of these types recorded before `before`, at most `batchSize` per type. */
+export interface DeleteBeforeOptions {
+  readonly eventTypes: readonly string[];
+  readonly before: Date;
+  readonly batchSize: number;
+}
+
 export interface EventStore {
   readonly kind: 'postgres' | 'kurrentdb';
   append(
@@ -124,6 +131,17 @@ export interface EventStore {
   isValidPosition(position: string): boolean;
   /** How many events of these types the store holds, where it can tell cheaply (progress bars' ETA). */
   countEvents?(eventTypes: readonly string[]): Promise<number>;
+  /**
+   * Retention of short-lived events (readings), one batch per call: deletes the oldest events of these
+   * types recorded before `before` and records the retention horizon; call again until it deletes none.
+   * Postgres only. KurrentDB expires them itself through `$maxAge` metadata on their streams instead.
+   */
+  deleteBefore?(options: DeleteBeforeOptions): Promise<{ deleted: number }>;
+  /**
+   * Position of the newest event of these types that retention deleted, or undefined when none was. A reader
+   * resuming from a position before it has missed events.
+   */
+  retentionHorizon?(eventTypes: readonly string[]): Promise<string | undefined>;
   /** True when the store answers; used by /health. */
   ping(): Promise<boolean>;
   close(): Promise<void>;

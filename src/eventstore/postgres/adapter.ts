@@ -6,6 +6,7 @@ import {
   type AppendResult,
   type BatchEntry,
   type BatchEntryResult,
+  type DeleteBeforeOptions,
   type EventStore,
   type ExpectedRevision,
   type NewEvent,
@@ -22,10 +23,12 @@ import {
   APPEND_EVENTS,
   APPEND_NOTIFICATION_CHANNEL,
   COUNT_EVENTS,
+  DELETE_EVENTS_BEFORE,
   HEAD_POSITION,
   READ_ALL,
   READ_ALL_OF_TYPES,
   READ_STREAM,
+  RETENTION_HORIZON,
 } from './sql.js';
 import { subscribeByPolling } from './subscription.js';
 
@@ -218,6 +221,25 @@ export class PostgresEventStore implements EventStore {
   async countEvents(eventTypes: readonly string[]): Promise<number> {
     const { rows } = await this.query<{ n: string }>(COUNT_EVENTS, [[...eventTypes]]);
     return Number(rows[0]!.n);
+  }
+
+  async deleteBefore(options: DeleteBeforeOptions): Promise<{ deleted: number }> {
+    if (options.eventTypes.length === 0) return { deleted: 0 };
+    const { rows } = await this.query<{ deleted: string }>(DELETE_EVENTS_BEFORE, [
+      [...new Set(options.eventTypes)],
+      options.before.toISOString(),
+      options.batchSize,
+    ]);
+    return { deleted: Number(rows[0]!.deleted) };
+  }
+
+  async retentionHorizon(eventTypes: readonly string[]): Promise<string | undefined> {
+    const { rows } = await this.query<{ transaction_id: string; global_position: string }>(
+      RETENTION_HORIZON,
+      [[...eventTypes]],
+    );
+    const row = rows[0];
+    return row ? encodePgPosition(row.transaction_id, row.global_position) : undefined;
   }
 
   comparePositions(a: string, b: string): number {

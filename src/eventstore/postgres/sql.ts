@@ -84,3 +84,52 @@ export const HEAD_POSITION = `
 export const APPEND_NOTIFICATION_CHANNEL = 'eventstore_append';
 
 export const COUNT_EVENTS = 'SELECT count(*) AS n FROM eventstore.events WHERE event_type = ANY ($1::text[])';
+
+/**
+ * One retention batch: of the first $3 events of each type in $1 (global order, along events_type_order),
+ * deletes those recorded before $2, and moves each type's horizon to the newest position deleted. Events
+ * are recorded in nearly global order, so walking from the oldest finds the expired ones first; a batch
+ * that finds none ends the run.
+ */
+export const DELETE_EVENTS_BEFORE = `
+  WITH doomed AS (
+    SELECT x.transaction_id, x.global_position
+      FROM unnest($1::text[]) AS t(event_type),
+      LATERAL (
+        SELECT e.transaction_id, e.global_position, e.recorded_at
+          FROM eventstore.events e
+         WHERE e.event_type = t.event_type
+         ORDER BY e.transaction_id, e.global_position
+         LIMIT $3
+      ) x
+     WHERE x.recorded_at < $2
+  ),
+  deleted AS (
+    DELETE FROM eventstore.events e
+     USING doomed d
+     WHERE e.transaction_id = d.transaction_id AND e.global_position = d.global_position
+    RETURNING e.event_type, e.transaction_id, e.global_position
+  ),
+  newest AS (
+    SELECT DISTINCT ON (event_type) event_type, transaction_id, global_position
+      FROM deleted
+     ORDER BY event_type, transaction_id DESC, global_position DESC
+  ),
+  horizon AS (
+    INSERT INTO eventstore.retention_horizons AS h (event_type, transaction_id, global_position, recorded_before)
+    SELECT n.event_type, n.transaction_id, n.global_position, $2 FROM newest n
+    ON CONFLICT (event_type) DO UPDATE
+       SET transaction_id = excluded.transaction_id,
+           global_position = excluded.global_position,
+           recorded_before = excluded.recorded_before,
+           updated_at = now()
+     WHERE (excluded.transaction_id, excluded.global_position) > (h.transaction_id, h.global_position)
+  )
+  SELECT count(*) AS deleted FROM deleted`;
+
+export const RETENTION_HORIZON = `
+  SELECT transaction_id::text AS transaction_id, global_position
+    FROM eventstore.retention_horizons
+   WHERE event_type = ANY ($1::text[])
+   ORDER BY transaction_id DESC, global_position DESC
+   LIMIT 1`;
