@@ -25,3 +25,20 @@ export async function listSites(pool: Pool, projectId: string): Promise<SiteReco
     createdAt: r.created_at,
   }));
 }
+
+const ONE_SITE =
+  'SELECT site_id, name, timezone, created_at FROM sites WHERE project_id = $1 AND site_id = $2';
+
+/** One site of the project, or undefined. */
+export async function findSite(
+  pool: Pool,
+  projectId: string,
+  siteId: string,
+): Promise<SiteRecord | undefined> {
+  const { rows } = await pool.query<{ site_id: string; name: string; timezone: string; created_at: Date }>(
+    ONE_SITE,
+    [projectId, siteId],
+  );
+  const r = rows[0];
+  return r && { siteId: r.site_id, name: r.name, timezone: r.timezone, createdAt: r.created_at };
+}

@@ -1,0 +1,48 @@
+import type { Pool } from '../../infra/postgres/pool.js';
+
+export interface AgentRow {
+  readonly agentId: string;
+  readonly projectId: string;
+  readonly siteId: string;
+  readonly hubId: string;
+  readonly revoked: boolean;
+  /** The hub and every device reached through it. */
+  readonly deviceIds: readonly string[];
+}
+
+const AGENT_COLUMNS = `
+  a.agent_id, a.project_id, a.site_id, a.hub_id, a.revoked,
+  ARRAY(SELECT d.device_id FROM agent_devices d WHERE d.hub_id = a.hub_id ORDER BY d.device_id) AS children`;
+
+const AGENT_BY_ID = `SELECT ${AGENT_COLUMNS} FROM agents a WHERE a.agent_id = $1`;
+const AGENT_BY_HUB = `SELECT ${AGENT_COLUMNS} FROM agents a WHERE a.hub_id = $1`;
+
+interface Row {
+  agent_id: string;
+  project_id: string;
+  site_id: string;
+  hub_id: string;
+  revoked: boolean;
+  children: string[];
+}
+
+export async function findAgent(pool: Pool, agentId: string): Promise<AgentRow | undefined> {
+  const { rows } = await pool.query<Row>(AGENT_BY_ID, [agentId]);
+  return rows[0] && toAgent(rows[0]);
+}
+
+export async function findAgentOfHub(pool: Pool, hubId: string): Promise<AgentRow | undefined> {
+  const { rows } = await pool.query<Row>(AGENT_BY_HUB, [hubId]);
+  return rows[0] && toAgent(rows[0]);
+}
+
+function toAgent(row: Row): AgentRow {
+  return {
+    agentId: row.agent_id,
+    projectId: row.project_id,
+    siteId: row.site_id,
+    hubId: row.hub_id,
+    revoked: row.revoked,
+    deviceIds: [row.hub_id, ...row.children],
+  };
+}

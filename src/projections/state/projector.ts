@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs';
+import { findCapability } from '../../domain/catalogue/index.js';
+import type { ConnectivityEvent } from '../../domain/connectivity/events.js';
+import { filedAt, type ReadingsRecordedData } from '../../domain/readings/index.js';
+import type { RecordedEvent } from '../../eventstore/port.js';
+import type { Projector } from '../projector.js';
+import { UPSERT_PRESENCE, UPSERT_STATE } from './sql.js';
+
+const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
+
+/** Order of candidates for one (device, capability): server time, then global order, then the device's time. */
+interface Latest {
+  readonly deviceId: string;
+  readonly capability: string;
+  readonly value: unknown;
+  readonly unit: string;
+  readonly deviceTime: string | null;
+  readonly serverTime: string;
+  readonly serverMs: number;
+  readonly eventIndex: number;
+  readonly filedMs: number;
+}
+
+interface Presence {
+  connectivity: string | null;
+  connectivityMs: number | undefined;
+  lastSeenMs: number | undefined;
+}
+
+/** Latest value per capability and the device's connectivity, from readings and connectivity changes. */
+export function stateProjector(): Projector {
+  return {
+    name: 'state',
+    version: 1,
+    keepsHistoryBeyondRetention: true,
+    eventTypes: ['DeviceConnectivityChanged', 'ReadingsRecorded'],
+    tables: ['device_state', 'device_presence'],
+    schemaSql,
+    async apply(events, db) {
+      const latest = new Map<string, Latest>();
+      const presence = new Map<string, Presence>();
+      events.forEach((event, eventIndex) => {
+        if (event.type === 'ReadingsRecorded') collectReadings(event, eventIndex, latest, presence);
+        else if (event.type === 'DeviceConnectivityChanged') collectConnectivity(event, presence);
+      });
+      if (latest.size > 0) {
+        const rows = [...latest.values()];
+        await db.query(UPSERT_STATE, [
+          rows.map((r) => r.deviceId),
+          rows.map((r) => r.capability),
+          rows.map((r) => JSON.stringify(r.value)),
+          rows.map((r) => r.unit),
+          rows.map((r) => r.deviceTime),
+          rows.map((r) => r.serverTime),
+        ]);
+      }
+      if (presence.size > 0) {
+        const entries = [...presence.entries()];
+        const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+        await db.query(UPSERT_PRESENCE, [
+          entries.map(([id]) => id),
+          entries.map(([, p]) => p.connectivity),
+          entries.map(([, p]) => iso(p.connectivityMs)),
+          entries.map(([, p]) => iso(p.lastSeenMs)),
+        ]);
+      }
+    },
+  };
+}
+
+function presenceOf(presence: Map<string, Presence>, deviceId: string): Presence {
+  let p = presence.get(deviceId);
+  if (!p) {
+    p = { connectivity: null, connectivityMs: undefined, lastSeenMs: undefined };
+    presence.set(deviceId, p);
+  }
+  return p;
+}
+
+function collectReadings(
+  event: RecordedEvent,
+  eventIndex: number,
+  latest: Map<string, Latest>,
+  presence: Map<string, Presence>,
+) {
+  const data = event.data as ReadingsRecordedData;
+  const serverMs = Date.parse(data.receivedAt);
+  for (const reading of data.readings) {
+    // A key retired from the catalogue has no unit to render; its old readings are left out of the state.
+    const capability = findCapability(reading.capability);
+    if (!capability) continue;
+    const deviceMs = reading.deviceTime === undefined ? undefined : Date.parse(reading.deviceTime);
+    const candidate: Latest = {
+      deviceId: data.deviceId,
+      capability: capability.key,
+      value: reading.value,
+      unit: capability.unit,
+      deviceTime: reading.deviceTime ?? null,
+      serverTime: data.receivedAt,
+      serverMs,
+      eventIndex,
+      filedMs: filedAt(serverMs, deviceMs),
+    };
+    const key = `${data.deviceId}\u0000${capability.key}`;
+    const current = latest.get(key);
+    if (!current || isLater(candidate, current)) latest.set(key, candidate);
+  }
+  const p = presenceOf(presence, data.deviceId);
+  p.lastSeenMs = Math.max(p.lastSeenMs ?? serverMs, serverMs);
+}
+
+// Readings come in global order, so on equal server times a later event wins; within one message the
+// reading with the later device time wins, and on a tie the one later in the message.
+function isLater(candidate: Latest, current: Latest): boolean {
+  if (candidate.serverMs !== current.serverMs) return candidate.serverMs > current.serverMs;
+  if (candidate.eventIndex !== current.eventIndex) return true;
+  return candidate.filedMs >= current.filedMs;
+}
+
+function collectConnectivity(event: RecordedEvent, presence: Map<string, Presence>) {
+  const data = event.data as ConnectivityEvent['data'];
+  const observedMs = Date.parse(data.observedAt);
+  const p = presenceOf(presence, data.deviceId);
+  if (p.connectivityMs === undefined || observedMs >= p.connectivityMs) {
+    p.connectivity = data.connectivity;
+    p.connectivityMs = observedMs;
+  }
+  if (data.connectivity === 'online') p.lastSeenMs = Math.max(p.lastSeenMs ?? observedMs, observedMs);
+}

@@ -1,0 +1,50 @@
+-- Telemetry read model (docs/telemetry.md). Every reading lands in telemetry_raw once (its key is the event
+-- and the reading's place in it, so a replayed event adds nothing), and only readings newly stored there
+-- are folded into the buckets: pre-aggregated at write time, so a query never scans raw readings.
+CREATE TABLE IF NOT EXISTS telemetry_raw (
+  device_id text COLLATE "C" NOT NULL,
+  capability text COLLATE "C" NOT NULL,
+  -- The time the reading is filed under: its device time when plausible, else its server time.
+  filed_at timestamptz NOT NULL,
+  event_id uuid NOT NULL,
+  ordinal integer NOT NULL,
+  value jsonb NOT NULL,
+  device_time timestamptz,
+  server_time timestamptz NOT NULL,
+  -- Order of application (the global order): breaks ties between readings filed at the same time.
+  applied bigint GENERATED ALWAYS AS IDENTITY,
+  PRIMARY KEY (device_id, capability, filed_at, event_id, ordinal)
+);
+-- Rows arrive roughly in time order, so a BRIN index finds expired rows for retention at almost no cost.
+CREATE INDEX IF NOT EXISTS telemetry_raw_filed ON telemetry_raw USING brin (filed_at);
+
+-- One table per stored resolution, same shape. Numbers only: a boolean counts as 1 (true) or 0 (false).
+-- increase is kept for counters only: the reset-aware rise between the bucket's own readings.
+-- Rows are updated in place batch after batch: free space in each page lets those updates stay HOT.
+CREATE TABLE IF NOT EXISTS telemetry_1m (
+  device_id text COLLATE "C" NOT NULL,
+  capability text COLLATE "C" NOT NULL,
+  bucket_start timestamptz NOT NULL,
+  samples integer NOT NULL,
+  sum double precision NOT NULL,
+  min double precision NOT NULL,
+  max double precision NOT NULL,
+  first_at timestamptz NOT NULL,
+  first_value double precision NOT NULL,
+  last_at timestamptz NOT NULL,
+  last_value double precision NOT NULL,
+  increase double precision,
+  PRIMARY KEY (device_id, capability, bucket_start)
+) WITH (fillfactor = 80);
+CREATE INDEX IF NOT EXISTS telemetry_1m_start ON telemetry_1m USING brin (bucket_start);
+
+CREATE TABLE IF NOT EXISTS telemetry_1h (LIKE telemetry_1m INCLUDING ALL) WITH (fillfactor = 80);
+CREATE TABLE IF NOT EXISTS telemetry_1d (LIKE telemetry_1m INCLUDING ALL) WITH (fillfactor = 80);
+
+-- Site timezones as the telemetry projector saw them (sites never change zone): 1d buckets start at local
+-- midnight. Kept here rather than read from the sites read model, so a replay never depends on another
+-- projector's progress.
+CREATE TABLE IF NOT EXISTS telemetry_site_zones (
+  site_id text PRIMARY KEY,
+  timezone text NOT NULL
+);

@@ -1,0 +1,197 @@
+import type { StoredResolution } from '../../domain/readings/index.js';
+
+/** Statements of the telemetry read model (tables in schema.sql). Bucket tables differ only by name. */
+
+export const BUCKET_TABLES: Readonly<Record<StoredResolution, string>> = {
+  '1m': 'telemetry_1m',
+  '1h': 'telemetry_1h',
+  '1d': 'telemetry_1d',
+};
+
+export const INSERT_SITE_ZONES = `
+  INSERT INTO telemetry_site_zones (site_id, timezone)
+  SELECT * FROM unnest($1::text[], $2::text[])
+  ON CONFLICT (site_id) DO NOTHING`;
+
+export const SITE_ZONES = `SELECT site_id, timezone FROM telemetry_site_zones WHERE site_id = ANY ($1::text[])`;
+
+const EPOCH = `timestamptz 'epoch'`;
+const MS = `interval '1 millisecond'`;
+
+/**
+ * One batch's readings folded into one bucket table: ordered aggregates over `fresh`, merged into the
+ * stored rows. Batches come in global order, so on equal times the stored first and the incoming last win;
+ * `n` (order of application) breaks ties inside the batch the same way. A counter's increase stays exact
+ * when the batch's readings all follow the stored ones; otherwise it becomes null, and the bucket comes back
+ * from the statement to be recomputed from its raw readings. `rise` is riseAlong's step and the merge
+ * resetAwareRise (domain/readings/aggregation.ts).
+ */
+const fold = (name: string, table: string, bucketMs: string) => `
+  ${name} AS (
+    INSERT INTO ${table} AS t (device_id, capability, bucket_start, samples, sum, min, max,
+                               first_at, first_value, last_at, last_value, increase)
+    SELECT x.device_id, x.capability, ${EPOCH} + x.bucket_ms * ${MS}, count(*), sum(x.number), min(x.number),
+           max(x.number), ${EPOCH} + min(x.filed_ms) * ${MS}, (array_agg(x.number ORDER BY x.filed_ms, x.n))[1],
+           ${EPOCH} + max(x.filed_ms) * ${MS}, (array_agg(x.number ORDER BY x.filed_ms DESC, x.n DESC))[1],
+           CASE WHEN bool_and(x.counter) THEN sum(x.rise) END
+      FROM (
+        SELECT b.*,
+               CASE WHEN lag(b.number) OVER w IS NULL THEN 0
+                    WHEN b.number >= lag(b.number) OVER w THEN b.number - lag(b.number) OVER w
+                    ELSE b.number END AS rise
+          FROM (SELECT f.*, ${bucketMs} AS bucket_ms FROM fresh f) b
+        WINDOW w AS (PARTITION BY b.device_id, b.capability, b.bucket_ms ORDER BY b.filed_ms, b.n)
+      ) x
+     GROUP BY x.device_id, x.capability, x.bucket_ms
+    ON CONFLICT (device_id, capability, bucket_start) DO UPDATE
+       SET samples = t.samples + excluded.samples,
+           sum = t.sum + excluded.sum,
+           min = least(t.min, excluded.min),
+           max = greatest(t.max, excluded.max),
+           first_at = CASE WHEN excluded.first_at < t.first_at THEN excluded.first_at ELSE t.first_at END,
+           first_value = CASE WHEN excluded.first_at < t.first_at THEN excluded.first_value ELSE t.first_value END,
+           last_at = CASE WHEN excluded.last_at >= t.last_at THEN excluded.last_at ELSE t.last_at END,
+           last_value = CASE WHEN excluded.last_at >= t.last_at THEN excluded.last_value ELSE t.last_value END,
+           increase = CASE
+             WHEN t.increase IS NULL OR excluded.increase IS NULL OR excluded.first_at < t.last_at THEN NULL
+             ELSE t.increase + excluded.increase
+                  + CASE WHEN excluded.first_value >= t.last_value THEN excluded.first_value - t.last_value
+                         ELSE excluded.first_value END
+           END
+    RETURNING t.device_id, t.capability, t.bucket_start, t.increase
+  )`;
+
+/**
+ * A batch of readings, one array element per reading in order of application: every reading goes to
+ * telemetry_raw once (a reading already there, from a replayed event, is skipped), and only the readings
+ * stored now are folded into the 1m, 1h and 1d tables, in one statement. Returns the counter buckets
+ * ($12: counter keys) whose increase must be recomputed.
+ */
+export const RECORD_READINGS = `
+  WITH input AS (
+    SELECT *
+      FROM unnest($1::text[], $2::text[], $3::int8[], $4::uuid[], $5::int4[], $6::jsonb[], $7::timestamptz[],
+                  $8::timestamptz[], $9::float8[], $10::bool[], $11::int8[])
+           WITH ORDINALITY AS r(device_id, capability, filed_ms, event_id, ordinal, value, device_time,
+                                server_time, number, counter, day_start_ms, n)
+  ),
+  stored AS (
+    INSERT INTO telemetry_raw (device_id, capability, filed_at, event_id, ordinal, value, device_time, server_time)
+    SELECT i.device_id, i.capability, ${EPOCH} + i.filed_ms * ${MS}, i.event_id, i.ordinal, i.value,
+           i.device_time, i.server_time
+      FROM input i
+     ORDER BY i.n
+    ON CONFLICT DO NOTHING
+    RETURNING event_id, ordinal
+  ),
+  fresh AS (
+    SELECT i.* FROM input i JOIN stored s ON s.event_id = i.event_id AND s.ordinal = i.ordinal
+     WHERE i.number IS NOT NULL
+  ),${fold('minutes', 'telemetry_1m', 'f.filed_ms - mod(f.filed_ms, 60000)')},${fold(
+    'hours',
+    'telemetry_1h',
+    'f.filed_ms - mod(f.filed_ms, 3600000)',
+  )},${fold('days', 'telemetry_1d', 'f.day_start_ms')}
+  SELECT '1m' AS resolution, device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8 AS start_ms
+    FROM minutes WHERE increase IS NULL AND capability = ANY ($12::text[])
+  UNION ALL
+  SELECT '1h', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
+    FROM hours WHERE increase IS NULL AND capability = ANY ($12::text[])
+  UNION ALL
+  SELECT '1d', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
+    FROM days WHERE increase IS NULL AND capability = ANY ($12::text[])`;
+
+/**
+ * For the touched counter buckets whose increase the merge had to drop: the reset-aware rise along their
+ * raw readings, in filing order then application order. Buckets merged in order are not looked at.
+ */
+const recomputeIncrease = (table: string) => `
+  UPDATE ${table} AS t
+     SET increase = r.increase
+    FROM (
+      SELECT k.device_id, k.capability, k.bucket_start,
+             coalesce(sum(CASE WHEN s.previous IS NULL THEN 0
+                               WHEN s.v >= s.previous THEN s.v - s.previous
+                               ELSE s.v END), 0) AS increase
+        FROM (SELECT u.*
+                FROM unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
+                     AS u(device_id, capability, bucket_start, bucket_end)
+                JOIN ${table} b
+                  ON b.device_id = u.device_id AND b.capability = u.capability
+                 AND b.bucket_start = u.bucket_start
+               WHERE b.increase IS NULL) k
+        CROSS JOIN LATERAL (
+          SELECT x.v, lag(x.v) OVER (ORDER BY x.filed_at, x.applied) AS previous
+            FROM (SELECT raw.value::float8 AS v, raw.filed_at, raw.applied
+                    FROM telemetry_raw raw
+                   WHERE raw.device_id = k.device_id AND raw.capability = k.capability
+                     AND raw.filed_at >= k.bucket_start AND raw.filed_at < k.bucket_end) x
+        ) s
+       GROUP BY k.device_id, k.capability, k.bucket_start
+    ) r
+   WHERE t.device_id = r.device_id AND t.capability = r.capability AND t.bucket_start = r.bucket_start
+     AND t.increase IS NULL`;
+
+const selectBuckets = (table: string) => `
+  SELECT capability, bucket_start, samples, sum, min, max, first_value, last_value, increase
+    FROM ${table}
+   WHERE device_id = $1 AND capability = ANY ($2::text[]) AND bucket_start >= $3 AND bucket_start < $4
+   ORDER BY capability, bucket_start`;
+
+/**
+ * Point values computed where the buckets are, for the resolutions stored as tables: one number per
+ * bucket instead of every statistic, which is what keeps a day of 1-minute points fast. The arithmetic is
+ * pointValue's (domain/readings/aggregation.ts) for every function but increase; a test holds them equal.
+ */
+// The format of Date.prototype.toISOString, so both paths write bucket times identically.
+const ISO_UTC = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
+
+const selectPointValues = (table: string) => `
+  SELECT a.capability, to_char(b.bucket_start AT TIME ZONE 'UTC', '${ISO_UTC}') AS bucket, b.samples,
+         CASE a.aggregation
+           WHEN 'avg' THEN b.sum / b.samples
+           WHEN 'min' THEN b.min
+           WHEN 'max' THEN b.max
+           WHEN 'sum' THEN b.sum
+           WHEN 'first' THEN b.first_value
+           WHEN 'last' THEN b.last_value
+           WHEN 'count' THEN b.samples
+         END AS value
+    FROM unnest($2::text[], $5::text[]) WITH ORDINALITY AS a(capability, aggregation, n)
+    JOIN ${table} b ON b.device_id = $1 AND b.capability = a.capability
+   WHERE b.bucket_start >= $3 AND b.bucket_start < $4
+   ORDER BY a.n, b.bucket_start`;
+
+/** The last value of each capability's newest bucket before $3: the baseline of a window's first increase. */
+const selectPreviousLast = (table: string) => `
+  SELECT c.capability, p.last_value
+    FROM unnest($2::text[]) AS c(capability)
+    CROSS JOIN LATERAL (
+      SELECT b.last_value FROM ${table} b
+       WHERE b.device_id = $1 AND b.capability = c.capability AND b.bucket_start < $3
+       ORDER BY b.bucket_start DESC
+       LIMIT 1
+    ) p`;
+
+const perTable = <T>(make: (table: string) => T): Readonly<Record<StoredResolution, T>> => ({
+  '1m': make(BUCKET_TABLES['1m']),
+  '1h': make(BUCKET_TABLES['1h']),
+  '1d': make(BUCKET_TABLES['1d']),
+});
+
+export const RECOMPUTE_INCREASE = perTable(recomputeIncrease);
+export const SELECT_BUCKETS = perTable(selectBuckets);
+export const SELECT_PREVIOUS_LAST = perTable(selectPreviousLast);
+export const SELECT_POINT_VALUES = perTable(selectPointValues);
+
+export const SELECT_RAW = `
+  SELECT capability, filed_at, value, device_time, server_time
+    FROM telemetry_raw
+   WHERE device_id = $1 AND capability = ANY ($2::text[]) AND filed_at >= $3 AND filed_at < $4
+   ORDER BY filed_at, applied
+   LIMIT $5`;
+
+/** Retention: one batch of expired rows of a table, found through its BRIN index. */
+export const deleteExpired = (table: string, column: string) => `
+  DELETE FROM ${table}
+   WHERE ctid = ANY (ARRAY(SELECT ctid FROM ${table} WHERE ${column} < $1 LIMIT $2))`;

@@ -1,0 +1,288 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { pointValue, TELEMETRY_AGGREGATIONS } from '../../src/domain/readings/index.js';
+import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { catchUpProjector } from '../../src/projections/catch-up.js';
+import type { Projector } from '../../src/projections/projector.js';
+import { rebuildProjector } from '../../src/projections/rebuild.js';
+import { stateProjector } from '../../src/projections/state/projector.js';
+import { readDeviceState } from '../../src/projections/state/queries.js';
+import { deleteExpiredTelemetry } from '../../src/projections/telemetry/retention.js';
+import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
+import { readBuckets, readPointValues } from '../../src/projections/telemetry/queries.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { recordReadings } from '../support/readings.js';
+
+const DEVICE = 'dev_meter01';
+const SITE = 'site_berlin';
+
+describe('state and telemetry projections', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+
+  /**
+   * These read models refuse operator rebuilds (they outlive the readings' retention), but a replay of the
+   * events the store holds must still be deterministic: replay them through the rebuild machinery.
+   */
+  function replayFromScratch(projector: Projector, batchSize: number) {
+    return rebuildProjector(
+      db.pool,
+      store,
+      { ...projector, keepsHistoryBeyondRetention: false },
+      { batchSize },
+    );
+  }
+  beforeEach(async () => {
+    db = await freshDatabase();
+    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    await store.append(
+      `site-${SITE}`,
+      [
+        {
+          id: randomUUID(),
+          type: 'SiteCreated',
+          data: { siteId: SITE, projectId: 'prj_test', name: 'Berlin', timezone: 'Europe/Berlin' },
+        },
+      ],
+      'no_stream',
+    );
+  });
+  afterEach(async () => {
+    await store.close();
+    await db.drop();
+  });
+
+  /** Every row of the projector's tables, sorted, without the order-of-application column. */
+  async function snapshot(projector: Projector) {
+    const tables: Record<string, unknown[]> = {};
+    for (const table of projector.tables) {
+      const { rows } = await db.pool.query(`SELECT * FROM ${table}`);
+      tables[table] = rows
+        .map(({ applied: _applied, ...row }: Record<string, unknown>) => JSON.stringify(row))
+        .sort();
+    }
+    return tables;
+  }
+
+  async function applyAgain(projector: Projector) {
+    const { events } = await store.readAll({ maxCount: 10_000 });
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await projector.apply(
+        events.filter((e) => projector.eventTypes.includes(e.type)),
+        client,
+      );
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  }
+
+  const produced = (receivedAt: string, value: number, deviceTime?: string) => ({
+    deviceId: DEVICE,
+    siteId: SITE,
+    receivedAt,
+    readings: [{ capability: 'energy.produced_today', value, ...(deviceTime && { deviceTime }) }],
+  });
+
+  it('fills 1m, 1h and 1d buckets; the 1d buckets follow Berlin midnight across the 23-hour DST day', async () => {
+    const projector = telemetryProjector();
+    await recordReadings(
+      store,
+      produced('2026-03-28T22:30:00.000Z', 12), // 23:30 on the 28th, local
+      produced('2026-03-28T22:50:00.000Z', 12.5),
+      produced('2026-03-28T23:10:00.000Z', 0.25), // 00:10 on the 29th: the counter has reset
+      produced('2026-03-29T21:50:00.000Z', 9), // 23:50 on the 29th
+      produced('2026-03-29T22:10:00.000Z', 0.5), // 00:10 on the 30th
+    );
+    await catchUpProjector(db.pool, store, projector);
+    const days = await readBuckets(db.pool, {
+      deviceId: DEVICE,
+      capabilities: ['energy.produced_today'],
+      resolution: '1d',
+      from: new Date('2026-03-01T00:00:00Z'),
+      to: new Date('2026-04-01T00:00:00Z'),
+    });
+    expect(days.map((d) => [d.start.toISOString(), d.samples, d.max, d.increase])).to.deep.equal([
+      ['2026-03-27T23:00:00.000Z', 2, 12.5, 0.5],
+      ['2026-03-28T23:00:00.000Z', 2, 9, 8.75],
+      ['2026-03-29T22:00:00.000Z', 1, 0.5, 0],
+    ]);
+    const hours = await readBuckets(db.pool, {
+      deviceId: DEVICE,
+      capabilities: ['energy.produced_today'],
+      resolution: '1h',
+      from: new Date('2026-03-28T00:00:00Z'),
+      to: new Date('2026-03-31T00:00:00Z'),
+    });
+    expect(hours.map((h) => [h.start.toISOString(), h.samples, h.first, h.last])).to.deep.equal([
+      ['2026-03-28T22:00:00.000Z', 2, 12, 12.5],
+      ['2026-03-28T23:00:00.000Z', 1, 0.25, 0.25],
+      ['2026-03-29T21:00:00.000Z', 1, 9, 9],
+      ['2026-03-29T22:00:00.000Z', 1, 0.5, 0.5],
+    ]);
+  });
+
+  it('changes nothing when a batch is applied twice, and a rebuild gives the same tables', async () => {
+    const telemetry = telemetryProjector();
+    const state = stateProjector();
+    await recordReadings(
+      store,
+      produced('2026-06-01T10:00:00.000Z', 1),
+      produced('2026-06-01T10:00:30.000Z', 2, '2026-06-01T10:00:20.000Z'),
+      {
+        deviceId: DEVICE,
+        siteId: SITE,
+        receivedAt: '2026-06-01T10:01:00.000Z',
+        readings: [
+          { capability: 'water.leak', value: true },
+          { capability: 'evse.state', value: 'charging' },
+          { capability: 'environment.temperature', value: 21.5 },
+        ],
+      },
+    );
+    for (const projector of [telemetry, state]) {
+      await catchUpProjector(db.pool, store, projector);
+      const before = await snapshot(projector);
+      await catchUpProjector(db.pool, store, projector);
+      await applyAgain(projector);
+      expect(await snapshot(projector), `${projector.name}: applied again`).to.deep.equal(before);
+      await replayFromScratch(projector, 2);
+      expect(await snapshot(projector), `${projector.name}: rebuilt`).to.deep.equal(before);
+    }
+    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM telemetry_raw');
+    expect(rows[0].n).to.equal(5); // text readings are kept raw, they have no buckets
+  });
+
+  it('keeps a counter increase exact when a late reading lands between two stored ones', async () => {
+    const live = telemetryProjector();
+    // 10:00 -> 5, 10:20 -> 1 (a reset); then, late, the device's 10:10 reading of 7.
+    await recordReadings(
+      store,
+      produced('2026-06-01T10:00:00.000Z', 5),
+      produced('2026-06-01T10:20:00.000Z', 1),
+    );
+    await catchUpProjector(db.pool, store, live);
+    await recordReadings(store, produced('2026-06-01T10:25:00.000Z', 7, '2026-06-01T10:10:00.000Z'));
+    await catchUpProjector(db.pool, store, live);
+    const query = {
+      deviceId: DEVICE,
+      capabilities: ['energy.produced_today'],
+      resolution: '1h' as const,
+      from: new Date('2026-06-01T00:00:00Z'),
+      to: new Date('2026-06-02T00:00:00Z'),
+    };
+    const [hour] = await readBuckets(db.pool, query);
+    // In filing order 5, 7, 1: rise 2, then a reset counted from 0: 1. First and last by time, not arrival.
+    expect([hour!.samples, hour!.first, hour!.last, hour!.min, hour!.max, hour!.increase]).to.deep.equal([
+      3, 5, 1, 1, 7, 3,
+    ]);
+    const live1h = await snapshot(live);
+    await replayFromScratch(live, 100);
+    expect(await snapshot(live)).to.deep.equal(live1h);
+  });
+
+  it('keeps the latest state by server time: an older server time or a backwards device clock does not regress it', async () => {
+    const state = stateProjector();
+    const temperature = (receivedAt: string, value: number, deviceTime?: string) => ({
+      deviceId: DEVICE,
+      receivedAt,
+      readings: [{ capability: 'environment.temperature', value, ...(deviceTime && { deviceTime }) }],
+    });
+    await recordReadings(store, temperature('2026-06-01T10:00:00.000Z', 20, '2026-06-01T09:59:59.000Z'));
+    await catchUpProjector(db.pool, store, state);
+    // Later in the global order but stamped earlier by another ingest instance's clock: ignored.
+    await recordReadings(store, temperature('2026-06-01T09:59:00.000Z', 19));
+    // A later message whose device clock went backwards: serverTime decides, so it wins.
+    await recordReadings(store, temperature('2026-06-01T10:05:00.000Z', 22, '2026-06-01T08:00:00.000Z'));
+    await store.append(
+      `device-${DEVICE}`,
+      [
+        {
+          id: randomUUID(),
+          type: 'DeviceConnectivityChanged',
+          data: {
+            deviceId: DEVICE,
+            projectId: 'prj_test',
+            connectivity: 'offline',
+            observedAt: '2026-06-01T10:06:00.000Z',
+            cause: 'last_will',
+          },
+        },
+      ],
+      'any',
+    );
+    await catchUpProjector(db.pool, store, state);
+    const read = await readDeviceState(db.pool, DEVICE);
+    expect(read.connectivity).to.equal('offline');
+    expect(read.lastSeenAt?.toISOString()).to.equal('2026-06-01T10:05:00.000Z');
+    expect(
+      read.entries.map((e) => [e.value, e.deviceTime?.toISOString(), e.serverTime.toISOString()]),
+    ).to.deep.equal([[22, '2026-06-01T08:00:00.000Z', '2026-06-01T10:05:00.000Z']]);
+  });
+
+  it('computes point values in the database exactly as the domain does, for every function but increase', async () => {
+    const projector = telemetryProjector();
+    const values = [3.5, -1.25, 7, 0.5, 2.75, 11, -4];
+    await recordReadings(
+      store,
+      ...values.map((value, i) => ({
+        deviceId: DEVICE,
+        siteId: SITE,
+        receivedAt: new Date(Date.parse('2026-06-01T10:00:00Z') + i * 17 * 60_000).toISOString(),
+        readings: [
+          { capability: 'environment.temperature', value },
+          { capability: 'water.leak', value: i % 3 === 0 },
+        ],
+      })),
+    );
+    await catchUpProjector(db.pool, store, projector);
+    const window = {
+      deviceId: DEVICE,
+      from: new Date('2026-06-01T00:00:00Z'),
+      to: new Date('2026-06-02T00:00:00Z'),
+    };
+    for (const resolution of ['1m', '1h', '1d'] as const) {
+      for (const aggregation of TELEMETRY_AGGREGATIONS.filter((a) => a !== 'increase')) {
+        const capabilities = ['water.leak', 'environment.temperature'];
+        const fromStats = (await readBuckets(db.pool, { ...window, capabilities, resolution }))
+          .sort((a, b) => capabilities.indexOf(a.capability) - capabilities.indexOf(b.capability))
+          .map((b) => [b.capability, b.start.getTime(), b.samples, pointValue(b, aggregation, undefined)]);
+        const served = new Map(capabilities.map((c) => [c, aggregation]));
+        const fromDatabase = (await readPointValues(db.pool, { ...window, resolution, served })).map((v) => [
+          v.capability,
+          Date.parse(v.bucket),
+          v.samples,
+          v.value,
+        ]);
+        expect(fromDatabase, `${resolution} ${aggregation}`).to.deep.equal(fromStats);
+      }
+    }
+  });
+
+  it('retention deletes raw readings and buckets older than their horizon, and nothing newer', async () => {
+    const projector = telemetryProjector();
+    await recordReadings(
+      store,
+      produced('2026-01-01T10:00:00.000Z', 1),
+      produced('2026-05-01T10:00:00.000Z', 2),
+      produced('2026-06-01T10:00:00.000Z', 3),
+    );
+    await catchUpProjector(db.pool, store, projector);
+    const deleted = await deleteExpiredTelemetry(db.pool, {
+      now: Date.parse('2026-06-02T00:00:00Z'),
+      retention: { rawDays: 10, minuteDays: 10, hourDays: 60, dayDays: 100 },
+      batchSize: 1,
+    });
+    expect(deleted).to.deep.equal({ telemetry_raw: 2, telemetry_1m: 2, telemetry_1h: 1, telemetry_1d: 1 });
+    const count = async (table: string) =>
+      (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
+    expect([
+      await count('telemetry_raw'),
+      await count('telemetry_1m'),
+      await count('telemetry_1h'),
+    ]).to.deep.equal([1, 1, 2]);
+    expect(await count('telemetry_1d')).to.equal(2);
+  });
+});
