@@ -51,6 +51,16 @@ const schema = z.object({
   PROJECTION_BATCH_SIZE: positiveInt.max(50_000).default(2000),
   PROJECTION_IDLE_POLL_MS: positiveInt.default(500),
   SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
+  // Readings ingest groups concurrent messages into one append: at most this long or this many (docs/telemetry.md).
+  READINGS_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(1000).default(5),
+  READINGS_BATCH_MAX_MESSAGES: positiveInt.max(5000).default(500),
+  // Retention in days: reading events in the event store, raw readings, and each bucket table.
+  // At least 8: a reading may arrive up to 7 days late, and its raw row and buckets must still be there.
+  READINGS_RETENTION_DAYS: positiveInt.default(30),
+  TELEMETRY_RAW_RETENTION_DAYS: positiveInt.min(8).default(30),
+  TELEMETRY_1M_RETENTION_DAYS: positiveInt.min(8).default(35),
+  TELEMETRY_1H_RETENTION_DAYS: positiveInt.min(8).default(400),
+  TELEMETRY_1D_RETENTION_DAYS: positiveInt.min(8).default(3660),
 });
 
 export type Config = Readonly<

@@ -37,9 +37,32 @@ export function createMetrics() {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    pairingJoinsIgnored: new Counter({
+      name: 'devcloud_pairing_joins_ignored_total',
+      help: 'Pairing candidates an agent reported that recorded nothing (no open window, already known), by reason',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     readingsStored: new Counter({
       name: 'devcloud_readings_stored_total',
       help: 'Readings appended to the event store',
+      registers: [registry],
+    }),
+    readingsRefused: new Counter({
+      name: 'devcloud_readings_refused_total',
+      help: 'Readings refused at ingest (the rest of their message is kept), by reason',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    readingsRedelivered: new Counter({
+      name: 'devcloud_readings_redelivered_total',
+      help: 'Readings messages already stored (a redelivery), acknowledged without writing',
+      registers: [registry],
+    }),
+    readingsAppendMessages: new Histogram({
+      name: 'devcloud_readings_append_messages',
+      help: 'Readings messages grouped into one event-store append',
+      buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
       registers: [registry],
     }),
     liveStreams: new Gauge({

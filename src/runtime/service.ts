@@ -5,13 +5,17 @@ import { openEventStore } from '../eventstore/open.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Logger } from '../infra/logger.js';
 import { createMetrics, type Metrics } from '../infra/metrics.js';
+import { startIngress, type RunningIngress } from '../ingress/start.js';
 import { installProjector } from '../projections/checkpoints.js';
 import { runProjector } from '../projections/runner.js';
+import { scheduledJobs } from '../scheduler/jobs.js';
+import { runScheduler } from '../scheduler/scheduler.js';
 import { openDatabase, type Database } from './database.js';
 import { allProjectors } from './projectors.js';
 
 export interface RunningService {
   readonly httpPort: number | undefined;
+  readonly mqttPort: number | undefined;
   readonly database: Database;
   readonly store: EventStore;
   readonly metrics: Metrics;
@@ -56,6 +60,16 @@ export async function startService(
     }
   }
 
+  if (roles.includes('scheduler')) {
+    const jobs = scheduledJobs({ config, store, pool: database.pool, logger });
+    tasks.push(runScheduler({ pool: database.pool, jobs, logger, signal: background.signal }));
+  }
+
+  let ingress: RunningIngress | undefined;
+  if (roles.includes('ingress')) {
+    ingress = await startIngress({ config, logger, metrics, pool: database.pool, store });
+  }
+
   if (roles.includes('api')) {
     const app = createApiApp({ config, logger, metrics, pool: database.pool, store });
     server = await new Promise<Server>((resolve, reject) => {
@@ -67,13 +81,20 @@ export async function startService(
   const address = server?.address();
   const httpPort = typeof address === 'object' && address ? address.port : undefined;
   logger.info(
-    { roles, httpPort, eventStore: store.kind, embeddedDatabase: database.embedded },
+    {
+      roles,
+      httpPort,
+      mqttPort: ingress?.mqttPort,
+      eventStore: store.kind,
+      embeddedDatabase: database.embedded,
+    },
     'device cloud started',
   );
 
   let stopping: Promise<void> | undefined;
   return {
     httpPort,
+    mqttPort: ingress?.mqttPort,
     database,
     store,
     metrics,
@@ -87,6 +108,8 @@ export async function startService(
           await closed;
           clearTimeout(grace);
         }
+        // The broker closes before the store: its in-flight uplinks still append.
+        await ingress?.close();
         background.abort();
         await Promise.allSettled(tasks);
         await store.close();

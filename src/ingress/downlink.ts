@@ -1,0 +1,178 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { AgentEvent } from '../domain/agents/index.js';
+import type { PairingEvent } from '../domain/pairing/index.js';
+import type { EventStore, RecordedEvent } from '../eventstore/port.js';
+import type { Pool } from '../infra/postgres/pool.js';
+import { findAgent, findAgentOfHub, type AgentRow } from '../projections/agents/queries.js';
+import { findOpenSessionOfHub, listHubDecisions } from '../projections/pairing/queries.js';
+import type { AgentRecord } from './broker/agent-directory.js';
+import type { RunningBroker } from './broker/broker.js';
+
+type Broker = Pick<RunningBroker, 'publishDown' | 'refreshAgent' | 'disconnectAgent'>;
+
+export const DOWNLINK_EVENT_TYPES = [
+  'PairingWindowOpened',
+  'PairingWindowClosed',
+  'CandidateJoined',
+  'CandidateAdopted',
+  'CandidateRejected',
+  'AgentRevoked',
+] as const;
+
+/** How long the dispatcher waits for the agents read model to show an adoption or a revoke. */
+const READ_MODEL_WAIT_MS = 10_000;
+const READ_MODEL_POLL_MS = 25;
+const RESUBSCRIBE_MS = 1000;
+
+export interface EdgeDispatcherOptions {
+  readonly store: EventStore;
+  readonly pool: Pool;
+  readonly broker: Broker;
+  readonly logger: Logger;
+  readonly signal: AbortSignal;
+}
+
+/**
+ * The cloud's half of the downlink contract, on the ingress side. It follows the event store from its
+ * head, whoever appended (an API process, the scheduler, the CLI), and tells the agents connected to this
+ * broker what concerns them: windows opened and closed (down/pairing), candidates adopted or refused
+ * (down/devices). It also closes the connections of a revoked agent. An agent connected elsewhere is not
+ * here to hear it; what it missed is sent again when it reports online (`resend`).
+ */
+export async function runEdgeDispatcher(options: EdgeDispatcherOptions): Promise<void> {
+  const { store, signal } = options;
+  const logger = options.logger.child({ component: 'edge-dispatcher' });
+  let after: string | undefined;
+  let started = false;
+  while (!signal.aborted) {
+    try {
+      // From the head: what happened before this broker started is sent when each agent reports online.
+      if (!started) after = await store.headPosition();
+      started = true;
+      for await (const batch of store.subscribeToAll({ after, eventTypes: DOWNLINK_EVENT_TYPES, signal })) {
+        for (const event of batch.events) {
+          await dispatch(options, event).catch((error: unknown) =>
+            logger.error({ err: error, eventType: event.type, position: event.position }, 'downlink failed'),
+          );
+        }
+        if (batch.checkpoint !== undefined) after = batch.checkpoint;
+      }
+    } catch (error) {
+      if (signal.aborted) return;
+      logger.error({ err: error }, 'event subscription failed; resubscribing');
+      await sleep(RESUBSCRIBE_MS, undefined, { signal }).catch(() => undefined);
+    }
+  }
+}
+
+async function dispatch(options: EdgeDispatcherOptions, recorded: RecordedEvent): Promise<void> {
+  const { broker, pool } = options;
+  const event = { type: recorded.type, data: recorded.data } as
+    PairingEvent | Extract<AgentEvent, { type: 'AgentRevoked' }>;
+  if (event.type === 'AgentRevoked') {
+    // Closing before the read model shows the revoke would let the agent straight back in.
+    await untilAgent(
+      pool,
+      () => findAgent(pool, event.data.agentId),
+      (a) => a.revoked,
+    );
+    await broker.disconnectAgent(event.data.agentId);
+    return;
+  }
+  if (event.type === 'CandidateRejectionCleared') return;
+  const agent = await findAgentOfHub(pool, event.data.hubId);
+  if (!agent || agent.revoked) return;
+  const { sessionId, hubId } = event.data;
+  switch (event.type) {
+    case 'PairingWindowOpened':
+      return broker.publishDown(agent.agentId, 'pairing', {
+        action: 'permit',
+        sessionId,
+        hubId,
+        until: event.data.closesAt,
+      });
+    case 'PairingWindowClosed':
+      return broker.publishDown(agent.agentId, 'pairing', { action: 'stop', sessionId, hubId });
+    case 'CandidateAdopted': {
+      // The broker must know the device is the agent's before the agent publishes for it.
+      const { deviceId } = event.data;
+      await untilAgent(
+        pool,
+        () => findAgentOfHub(pool, hubId),
+        (a) => a.deviceIds.includes(deviceId),
+      );
+      await broker.refreshAgent(agent.agentId);
+      return broker.publishDown(agent.agentId, 'devices', {
+        decision: 'adopted',
+        sessionId,
+        ieeeAddr: event.data.ieeeAddr,
+        publicId: deviceId,
+      });
+    }
+    case 'CandidateJoined':
+      // A remembered rejection joining again is told again, so its agent stops offering it.
+      if (event.data.state !== 'rejected') return;
+      return broker.publishDown(agent.agentId, 'devices', {
+        decision: 'rejected',
+        sessionId,
+        ieeeAddr: event.data.ieeeAddr,
+      });
+    case 'CandidateRejected':
+      return broker.publishDown(agent.agentId, 'devices', {
+        decision: 'rejected',
+        sessionId,
+        ieeeAddr: event.data.ieeeAddr,
+      });
+  }
+}
+
+/**
+ * Sends again what a (re)connected agent needs: the hub's open window, every device adopted through it and
+ * every address it refuses. Downlink messages are idempotent for the agent, so a repeat does no harm.
+ */
+export async function resendToAgent(
+  pool: Pool,
+  broker: Broker,
+  agent: AgentRecord,
+  now: Date,
+): Promise<void> {
+  const open = await findOpenSessionOfHub(pool, agent.hubId);
+  if (open && open.closesAt > now) {
+    await broker.publishDown(agent.agentId, 'pairing', {
+      action: 'permit',
+      sessionId: open.sessionId,
+      hubId: agent.hubId,
+      until: open.closesAt.toISOString(),
+    });
+  }
+  const { adopted, rejected } = await listHubDecisions(pool, agent.hubId);
+  for (const c of adopted) {
+    await broker.publishDown(agent.agentId, 'devices', {
+      decision: 'adopted',
+      sessionId: c.sessionId,
+      ieeeAddr: c.ieeeAddr,
+      publicId: c.deviceId!,
+    });
+  }
+  for (const r of rejected) {
+    await broker.publishDown(agent.agentId, 'devices', {
+      decision: 'rejected',
+      sessionId: r.sessionId,
+      ieeeAddr: r.ieeeAddr,
+    });
+  }
+}
+
+async function untilAgent(
+  pool: Pool,
+  read: () => Promise<AgentRow | undefined>,
+  ready: (agent: AgentRow) => boolean,
+): Promise<void> {
+  const deadline = Date.now() + READ_MODEL_WAIT_MS;
+  for (;;) {
+    const agent = await read();
+    if ((agent && ready(agent)) || Date.now() >= deadline) return;
+    await sleep(READ_MODEL_POLL_MS);
+  }
+}

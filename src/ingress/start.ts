@@ -1,0 +1,104 @@
+import { isIP } from 'node:net';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { EventStore } from '../eventstore/port.js';
+import type { Metrics } from '../infra/metrics.js';
+import type { Pool } from '../infra/postgres/pool.js';
+import { startBroker } from './broker/broker.js';
+import { readModelAgentDirectory } from './agent-directory.js';
+import { ConnectivityRecorder } from './connectivity.js';
+import { resendToAgent, runEdgeDispatcher } from './downlink.js';
+import { loadOrCreateAuthority } from './pki/authority.js';
+import { createReadingsIngestor } from './readings/ingestor.js';
+import { uplinkDispatch, type ReadingsPort } from './uplink.js';
+
+export interface RunningIngress {
+  readonly mqttPort: number;
+  /** Stops the broker (each agent reported offline, in-flight uplinks settled) and the edge dispatcher. */
+  close(): Promise<void>;
+}
+
+export interface IngressDependencies {
+  readonly config: Pick<
+    Config,
+    | 'DATA_DIR'
+    | 'MQTT_HOST'
+    | 'MQTT_PORT'
+    | 'MQTT_MAX_PACKET_BYTES'
+    | 'MQTT_PUBLIC_URL'
+    | 'READINGS_BATCH_WINDOW_MS'
+    | 'READINGS_BATCH_MAX_MESSAGES'
+  >;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly pool: Pool;
+  readonly store: EventStore;
+  /** Default: the readings ingestor (grouped appends, deterministic event ids). */
+  readonly readings?: ReadingsPort & { close?(): Promise<void> };
+}
+
+/** The ingress role: the mTLS broker over the edge CA, what uplinks record, and the downlink dispatcher. */
+export async function startIngress(deps: IngressDependencies): Promise<RunningIngress> {
+  const { config, logger, metrics, pool, store } = deps;
+  const authority = await loadOrCreateAuthority(path.join(config.DATA_DIR, 'pki'));
+  const serverTls = await authority.issueServerCertificate(publicNames(config.MQTT_PUBLIC_URL));
+  const directory = readModelAgentDirectory(pool);
+  const background = new AbortController();
+  const readings =
+    deps.readings ??
+    createReadingsIngestor({
+      store,
+      pool,
+      logger,
+      metrics,
+      batchWindowMs: config.READINGS_BATCH_WINDOW_MS,
+      maxBatchMessages: config.READINGS_BATCH_MAX_MESSAGES,
+    });
+
+  const uplink = uplinkDispatch({
+    store,
+    directory,
+    readings,
+    connectivity: new ConnectivityRecorder(store),
+    // Uplinks only arrive once the broker below is running.
+    onAgentOnline: (agent) => {
+      resendToAgent(pool, broker, agent, new Date()).catch((error: unknown) =>
+        logger.error({ err: error, agentId: agent.agentId }, 'resending downlink state failed'),
+      );
+    },
+    onJoinIgnored: (reason) => metrics.pairingJoinsIgnored.inc({ reason }),
+    logger,
+  });
+
+  const broker = await startBroker({
+    host: config.MQTT_HOST,
+    port: config.MQTT_PORT,
+    tls: { key: serverTls.keyPem, cert: serverTls.certPem, ca: authority.certificatePem },
+    maxPacketBytes: config.MQTT_MAX_PACKET_BYTES,
+    directory,
+    onUplink: uplink.onUplink,
+    onAgentOffline: uplink.onAgentOffline,
+    onRejected: (reason) => metrics.mqttRejected.inc({ reason }),
+    logger,
+  });
+  const dispatcher = runEdgeDispatcher({ store, pool, broker, logger, signal: background.signal });
+
+  return {
+    mqttPort: broker.port,
+    async close() {
+      background.abort();
+      // The broker first: it waits for the uplinks in flight, which wait for their appends.
+      await broker.close();
+      await readings.close?.();
+      await dispatcher;
+    },
+  };
+}
+
+/** The names agents dial, from MQTT_PUBLIC_URL, for the broker's certificate (localhost is always there). */
+function publicNames(publicUrl: string | undefined): { hostnames?: string[]; ipAddresses?: string[] } {
+  if (!publicUrl) return {};
+  const host = new URL(publicUrl).hostname.replace(/^\[|\]$/g, '');
+  return isIP(host) ? { ipAddresses: [host] } : { hostnames: [host] };
+}

@@ -1,0 +1,122 @@
+import type { Logger } from 'pino';
+import { InvalidInput } from '../domain/errors.js';
+import { canonicalIeeeAddr, type JoinOutcome } from '../domain/pairing/index.js';
+import type { EventStore } from '../eventstore/port.js';
+import { joinCandidate } from '../pairing/candidates.js';
+import type { AgentDirectory, AgentRecord } from './broker/agent-directory.js';
+import type { UplinkHandler } from './broker/gate.js';
+import { RejectedMessage } from './broker/rejected-message.js';
+import { parseUplinkPayload } from './broker/topics.js';
+import type { ConnectivityRecorder } from './connectivity.js';
+
+/** Where readings go: resolves once they are durable; throws RejectedMessage for a payload never to be stored. */
+export interface ReadingsPort {
+  ingest(agent: AgentRecord, deviceId: string, payload: Buffer): Promise<void>;
+}
+
+export interface UplinkDependencies {
+  readonly store: EventStore;
+  readonly directory: AgentDirectory;
+  readonly readings: ReadingsPort;
+  readonly connectivity: ConnectivityRecorder;
+  /** An agent said it is online: it has subscribed and wants what it may have missed (downlink resend). */
+  readonly onAgentOnline: (agent: AgentRecord) => void;
+  /** A candidate join that recorded nothing, for the metrics. */
+  readonly onJoinIgnored: (reason: Exclude<JoinOutcome, 'joined' | 'joined_rejected'>) => void;
+  readonly logger: Logger;
+  readonly now?: () => Date;
+}
+
+/**
+ * The broker's uplink handler and offline hook: what each uplink topic records. Everything here runs before
+ * the PUBACK (see gate.ts), so it resolves only once what it records is durable.
+ */
+export function uplinkDispatch(deps: UplinkDependencies): {
+  onUplink: UplinkHandler;
+  onAgentOffline: (agentId: string) => Promise<void>;
+} {
+  const now = deps.now ?? (() => new Date());
+  const logger = deps.logger.child({ component: 'uplink' });
+
+  const agentOffline = (agent: AgentRecord) =>
+    Promise.all([
+      deps.connectivity.record(agent.projectId, [agent.hubId], 'offline', 'agent_offline', now()),
+      // The devices may be fine; the cloud just cannot reach them while their agent is away.
+      deps.connectivity.record(agent.projectId, children(agent), 'unreachable', 'agent_offline', now()),
+    ]);
+
+  const onUplink: UplinkHandler = async (agent, topic, payload) => {
+    switch (topic.kind) {
+      case 'readings':
+        return deps.readings.ingest(agent, topic.deviceId, payload);
+      case 'deviceStatus': {
+        const status = parseUplinkPayload(topic, payload).payload;
+        return deps.connectivity.record(
+          agent.projectId,
+          [topic.deviceId],
+          status.state,
+          'device_reported',
+          now(),
+        );
+      }
+      case 'agentStatus': {
+        const status = parseUplinkPayload(topic, payload).payload;
+        if (status.state === 'offline') {
+          await agentOffline(agent);
+          return;
+        }
+        await deps.connectivity.record(
+          agent.projectId,
+          [agent.hubId, ...children(agent)],
+          'online',
+          'agent_connected',
+          now(),
+        );
+        deps.onAgentOnline(agent);
+        return;
+      }
+      case 'pairingCandidate': {
+        const candidate = parseUplinkPayload(topic, payload).payload;
+        let outcome: JoinOutcome;
+        try {
+          outcome = await joinCandidate(deps.store, {
+            hubId: agent.hubId,
+            sessionId: candidate.sessionId,
+            ieeeAddr: canonicalIeeeAddr(candidate.ieeeAddr),
+            manufacturer: candidate.manufacturer,
+            productModel: candidate.model,
+            capabilities: candidate.capabilities,
+            now: now(),
+          });
+        } catch (error) {
+          if (error instanceof InvalidInput) throw new RejectedMessage('invalid_candidate', error.message);
+          throw error;
+        }
+        if (outcome !== 'joined' && outcome !== 'joined_rejected') {
+          deps.onJoinIgnored(outcome);
+          logger.debug(
+            { agentId: agent.agentId, sessionId: candidate.sessionId, outcome },
+            'candidate ignored',
+          );
+        }
+        return;
+      }
+      case 'commandAck':
+        // Validated and acknowledged; recording the outcome belongs to command dispatch (control plane).
+        parseUplinkPayload(topic, payload);
+        return;
+    }
+  };
+
+  return {
+    onUplink,
+    async onAgentOffline(agentId) {
+      const agent = await deps.directory.getAgent(agentId);
+      if (agent) await agentOffline(agent);
+    },
+  };
+}
+
+function children(agent: AgentRecord): string[] {
+  return [...agent.deviceIds].filter((id) => id !== agent.hubId);
+}
