@@ -13,6 +13,7 @@ import { errorHandler, unknownRoute } from './http-errors.js';
 import { requestContext } from './request-context.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { registryRoutes } from './routes/registry.js';
+import { deviceDataRoutes } from './routes/device-data.js';
 
 export interface ApiDependencies {
   readonly config: Config;
@@ -48,6 +49,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   // Everything under /v1 below this line needs a bearer token; routes add requireScope(...) themselves.
   app.use('/v1', auth.authenticate, jsonBody);
   app.use('/v1', registryRoutes(deps));
+  app.use('/v1', deviceDataRoutes({ pool: deps.pool, now: deps.now ?? Date.now }));
   app.use(unknownRoute);
   app.use(errorHandler);
   return app;

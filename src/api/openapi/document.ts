@@ -7,8 +7,19 @@ import {
   bindingSchema,
 } from '../routes/bindings.js';
 import { catalogueEntrySchema, catalogueSchema } from '../routes/catalogue.js';
+import { deviceStateSchema } from '../routes/device-state.js';
 import { deviceListQuerySchema, deviceListSchema, deviceSchema } from '../routes/devices.js';
+import {
+  adoptionSchema,
+  candidateBodySchema,
+  candidateRequestSchema,
+  candidateSchema,
+  pairingOpenRequestSchema,
+  pairingSessionBodySchema,
+  pairingSessionSchema,
+} from '../routes/pairing.js';
 import { siteListSchema, siteSchema } from '../routes/sites.js';
+import { telemetryQuerySchema, telemetrySchema } from '../routes/telemetry.js';
 import {
   errorSchema,
   healthSchema,
@@ -26,6 +37,8 @@ type Json = Record<string, unknown>;
 const requests = z.registry<{ id: string }>();
 requests.add(bindingRequestSchema, { id: 'BindingRequest' });
 requests.add(tokenRequestSchema, { id: 'TokenRequest' });
+requests.add(pairingOpenRequestSchema, { id: 'PairingSessionRequest' });
+requests.add(candidateRequestSchema, { id: 'CandidateRequest' });
 
 const responses = z.registry<{ id: string }>();
 for (const [schema, id] of [
@@ -38,6 +51,13 @@ for (const [schema, id] of [
   [bindingSchema, 'Binding'],
   [bindingCreatedSchema, 'BindingCreated'],
   [bindingListSchema, 'BindingList'],
+  [deviceStateSchema, 'DeviceState'],
+  [telemetrySchema, 'Telemetry'],
+  [pairingSessionSchema, 'PairingSession'],
+  [pairingSessionBodySchema, 'PairingSessionBody'],
+  [candidateSchema, 'PairingCandidate'],
+  [candidateBodySchema, 'PairingCandidateBody'],
+  [adoptionSchema, 'Adoption'],
   [tokenResponseSchema, 'TokenResponse'],
   [oauthErrorSchema, 'OAuthError'],
   [healthSchema, 'Health'],
@@ -256,6 +276,41 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       responses: { 200: ok('BindingList', 'Every binding of the project.'), 400: INVALID_QUERY },
     }),
   ],
+  [
+    'get',
+    '/v1/devices/:publicId/state',
+    secured('devices:read', {
+      summary: 'Latest value of each capability, with quality markers and connectivity',
+      description:
+        'A capability absent from state[] has no value yet. Quality and connectivity: docs/telemetry.md.',
+      parameters: [{ name: 'publicId', in: 'path', required: true, schema: { type: 'string' } }],
+      responses: {
+        200: ok('DeviceState', 'The state; an empty state[] when nothing was reported yet.'),
+        400: INVALID_QUERY,
+        404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
+      },
+    }),
+  ],
+  [
+    'get',
+    '/v1/devices/:publicId/telemetry',
+    secured('telemetry:read', {
+      summary: 'History of a device: pre-aggregated buckets, or raw readings',
+      description:
+        'Buckets whose start lies in [from, to), oldest first, capability by capability; empty buckets are ' +
+        'absent. Counters never use avg or sum; `aggregation` says what was used. docs/telemetry.md.',
+      parameters: [
+        { name: 'publicId', in: 'path', required: true, schema: { type: 'string' } },
+        ...queryParameters(telemetryQuerySchema),
+      ],
+      responses: {
+        200: ok('Telemetry', 'The points.'),
+        400: error('Bad query (`invalid_query`, with `reason` and `parameter`).'),
+        404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
+      },
+    }),
+  ],
+  ...pairingOperations(),
 ];
 
 /** "GET /v1/devices/:publicId" for each documented operation, as express declares its routes. */
@@ -330,3 +385,93 @@ function clean(schema: Json): Json {
 
 /** The checked-in form, docs/openapi.json: two-space JSON and a final newline. */
 export const renderOpenApi = () => JSON.stringify(openApiDocument(), null, 2) + '\n';
+
+/** /v1/pairing/sessions: decisions the spec leaves open are in docs/pairing.md. */
+function pairingOperations(): (readonly [string, string, Json])[] {
+  const sessionPath = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
+  const missingSession = error(
+    'No such pairing session in your project (`not_found`); a foreign session answers the same.',
+  );
+  const candidateBody = {
+    required: true,
+    content: { 'application/json': { schema: ref('CandidateRequest') } },
+  };
+  return [
+    [
+      'post',
+      '/v1/pairing/sessions',
+      secured('devices:write', {
+        summary: 'Open a pairing window on a hub',
+        description:
+          "The hub's agent is told to permit joining until closesAt; the window then closes itself. One open " +
+          "window per hub: a second open answers 409 with the open window's sessionId.",
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: ref('PairingSessionRequest') } },
+        },
+        responses: {
+          201: ok('PairingSessionBody', 'The open window.'),
+          404: error('No such hub in your project (`not_found`); a foreign hub answers the same.'),
+          409: error(
+            'A window is open on the hub: `{"error":"conflict","reason":"pairing_window_open","sessionId":...}`; ' +
+              'or the hub is not active (`hub_not_active`).',
+          ),
+          422: error('durationSeconds out of range (`invalid_value`), or a body that does not fit.'),
+        },
+      }),
+    ],
+    [
+      'get',
+      '/v1/pairing/sessions/:id',
+      secured('devices:write', {
+        summary: 'The window and every candidate that joined it',
+        parameters: [sessionPath],
+        responses: { 200: ok('PairingSessionBody', 'The window and its candidates.'), 404: missingSession },
+      }),
+    ],
+    [
+      'delete',
+      '/v1/pairing/sessions/:id',
+      secured('devices:write', {
+        summary: 'Close the window now',
+        description:
+          'The agent is told to stop permitting joins. Closing a closed window answers it unchanged.',
+        parameters: [sessionPath],
+        responses: { 200: ok('PairingSessionBody', 'The closed window.'), 404: missingSession },
+      }),
+    ],
+    [
+      'post',
+      '/v1/pairing/sessions/:id/adopt',
+      secured('devices:write', {
+        summary: 'Adopt a candidate: it becomes a device with a public id',
+        description:
+          'The device is a child of the hub, in its site, status active, profile draft. Every writable ' +
+          'capability starts with an explicit write denial and is listed in write_blocked.',
+        parameters: [sessionPath],
+        requestBody: candidateBody,
+        responses: {
+          201: ok('Adoption', 'The new device (as GET /v1/devices/{publicId}) and write_blocked.'),
+          404: error('No such session, or no such candidate in it (`not_found`).'),
+          409: error('The candidate is not pending (`candidate_not_pending`, with its `state`).'),
+          422: error('ieeeAddr missing or malformed.'),
+        },
+      }),
+    ],
+    [
+      'post',
+      '/v1/pairing/sessions/:id/reject',
+      secured('devices:write', {
+        summary: 'Refuse a candidate; the record is kept and the hub keeps refusing that device',
+        parameters: [sessionPath],
+        requestBody: candidateBody,
+        responses: {
+          200: ok('PairingCandidateBody', 'The refused candidate.'),
+          404: error('No such session, or no such candidate in it (`not_found`).'),
+          409: error('The candidate is not pending (`candidate_not_pending`, with its `state`).'),
+          422: error('ieeeAddr missing or malformed.'),
+        },
+      }),
+    ],
+  ];
+}

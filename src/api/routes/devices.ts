@@ -65,9 +65,9 @@ export const deviceListSchema = z.object({
     .meta({ description: 'Present while more devices follow; absent on the last page.' }),
 });
 
-type DeviceWire = z.output<typeof deviceSchema>;
+export type DeviceWire = z.output<typeof deviceSchema>;
 
-function toDeviceWire(device: DeviceRecord): DeviceWire {
+export function toDeviceWire(device: DeviceRecord): DeviceWire {
   return {
     id: device.deviceId,
     status: device.status as DeviceWire['status'],

@@ -5,6 +5,7 @@ import { cursorKeys } from '../pagination/cursor-keys.js';
 import { bindingRoutes } from './bindings.js';
 import { catalogueRoutes } from './catalogue.js';
 import { deviceRoutes } from './devices.js';
+import { pairingRoutes } from './pairing.js';
 import { siteRoutes } from './sites.js';
 
 /** The registry's read API and bindings, to mount under /v1 behind authentication. */
@@ -14,5 +15,6 @@ export function registryRoutes(deps: { pool: Pool; store: EventStore }): Router 
   router.use(siteRoutes(deps));
   router.use(catalogueRoutes());
   router.use(bindingRoutes(deps));
+  router.use(pairingRoutes(deps));
   return router;
 }

@@ -1,0 +1,93 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { CAPABILITY_KEYS, findCapability } from '../../domain/catalogue/index.js';
+import { CONNECTIVITY_STATES } from '../../domain/connectivity/events.js';
+import { NotFound } from '../../domain/errors.js';
+import { QUALITY_MARKERS, qualityOf, startOfLocalDay } from '../../domain/readings/index.js';
+import type { Pool } from '../../infra/postgres/pool.js';
+import { findDevice } from '../../projections/devices/queries.js';
+import { findSite } from '../../projections/sites/queries.js';
+import { readDeviceState, type StateEntry } from '../../projections/state/queries.js';
+import { requireScope } from '../auth/require-scope.js';
+import { noQuerySchema, parseQuery } from '../validation.js';
+
+/** Envelope and entries are camelCase, as the spec's State record. */
+export const stateEntrySchema = z.object({
+  capability: z.string(),
+  value: z.union([z.number(), z.boolean(), z.string()]).meta({
+    description: 'As reported, never coerced; text only for text capabilities (evse.state, hvac.mode).',
+  }),
+  unit: z.string(),
+  quality: z
+    .array(z.enum(QUALITY_MARKERS))
+    .meta({ description: '["valid"] when fine; any other marker means suspect (docs/telemetry.md).' }),
+  deviceTime: z.iso
+    .datetime()
+    .nullable()
+    .meta({ description: "The device's own measurement time; null when the device sent none." }),
+  serverTime: z.iso.datetime().meta({ description: 'When the reading was received; use it for ordering.' }),
+});
+
+export const deviceStateSchema = z.object({
+  deviceId: z.string(),
+  connectivity: z
+    .enum(['unknown', ...CONNECTIVITY_STATES])
+    .meta({ description: 'As last observed; unknown until the edge has reported on the device.' }),
+  lastSeenAt: z.iso.datetime().nullable().meta({ description: 'Last contact; null when never heard from.' }),
+  state: z.array(stateEntrySchema).meta({ description: 'One entry per capability that has a value.' }),
+});
+
+type StateWire = z.output<typeof deviceStateSchema>;
+
+const CATALOGUE_ORDER = new Map<string, number>(CAPABILITY_KEYS.map((k, i) => [k, i]));
+
+/** GET /devices/{publicId}/state (mounted under /v1). */
+export function deviceStateRoutes(deps: { pool: Pool; now: () => number }): Router {
+  const router = Router();
+  router.get('/devices/:publicId/state', requireScope('devices:read'), async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    const projectId = req.principal!.projectId;
+    const device = await findDevice(deps.pool, projectId, String(req.params.publicId));
+    if (!device) throw new NotFound('device');
+    const state = await readDeviceState(deps.pool, device.deviceId);
+    const nowMs = deps.now();
+    const siteDayStartMs = await siteDayStart(deps.pool, projectId, device.siteId, state.entries, nowMs);
+    const entries = state.entries
+      .filter((e) => findCapability(e.capability) !== undefined)
+      .sort((a, b) => CATALOGUE_ORDER.get(a.capability)! - CATALOGUE_ORDER.get(b.capability)!);
+    const body: StateWire = {
+      deviceId: device.deviceId,
+      connectivity: (state.connectivity as StateWire['connectivity'] | null) ?? 'unknown',
+      lastSeenAt: state.lastSeenAt?.toISOString() ?? null,
+      state: entries.map((e) => ({
+        capability: e.capability,
+        value: e.value,
+        unit: e.unit,
+        quality: qualityOf({
+          capability: findCapability(e.capability)!,
+          serverTimeMs: e.serverTime.getTime(),
+          deviceTimeMs: e.deviceTime?.getTime(),
+          nowMs,
+          siteDayStartMs,
+        }),
+        deviceTime: e.deviceTime?.toISOString() ?? null,
+        serverTime: e.serverTime.toISOString(),
+      })),
+    };
+    res.set('Cache-Control', 'no-store').json(body);
+  });
+  return router;
+}
+
+/** Start of the site's current local day, looked up only when a daily counter needs it. */
+async function siteDayStart(
+  pool: Pool,
+  projectId: string,
+  siteId: string,
+  entries: readonly StateEntry[],
+  nowMs: number,
+): Promise<number | undefined> {
+  if (!entries.some((e) => findCapability(e.capability)?.aggregation === 'counter_daily')) return undefined;
+  const site = await findSite(pool, projectId, siteId);
+  return site && startOfLocalDay(nowMs, site.timezone);
+}

@@ -1,0 +1,231 @@
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import { NotFound } from '../../domain/errors.js';
+import {
+  CANDIDATE_STATES,
+  CLOSE_REASONS,
+  IEEE_ADDR_PATTERN,
+  PAIRING_WINDOW_SECONDS,
+  WINDOW_STATES,
+  canonicalIeeeAddr,
+} from '../../domain/pairing/index.js';
+import type { EventStore } from '../../eventstore/port.js';
+import type { Pool } from '../../infra/postgres/pool.js';
+import { waitForProjection } from '../../projections/catch-up.js';
+import { findDevice, type DeviceRecord } from '../../projections/devices/queries.js';
+import {
+  findCandidate,
+  findPairingSession,
+  listCandidates,
+  type PairingCandidateRow,
+  type PairingSessionRow,
+} from '../../projections/pairing/queries.js';
+import { adoptCandidate, rejectCandidate } from '../../pairing/candidates.js';
+import { closePairingWindow, openPairingWindow } from '../../pairing/windows.js';
+import { requireScope } from '../auth/require-scope.js';
+import { noQuerySchema, parseBody, parseQuery } from '../validation.js';
+import { deviceSchema, toDeviceWire } from './devices.js';
+
+const { min, max } = PAIRING_WINDOW_SECONDS;
+
+export const pairingOpenRequestSchema = z.strictObject({
+  hubId: z.string().min(1).max(64).meta({ description: 'Public id of a hub of your project.' }),
+  durationSeconds: z
+    .number()
+    .optional()
+    .meta({
+      description: `Window length, an integer from ${min} to ${max}; default ${PAIRING_WINDOW_SECONDS.default}. Out of range: 422 invalid_value, never clamped.`,
+    }),
+});
+
+export const candidateRequestSchema = z.strictObject({
+  ieeeAddr: z.string().regex(IEEE_ADDR_PATTERN, { error: 'invalid_ieee_addr' }).meta({
+    description: 'The candidate, as listed by GET /v1/pairing/sessions/{id}: 0x and 16 hex digits.',
+  }),
+});
+
+export const candidateSchema = z.object({
+  ieeeAddr: z.string().meta({ description: "The radio's EUI-64. A candidate has no public id." }),
+  manufacturer: z.string(),
+  productModel: z.string(),
+  capabilities: z.array(z.string()).meta({ description: 'Found when the agent interviewed the device.' }),
+  state: z.enum(CANDIDATE_STATES),
+  deviceId: z.string().nullable().meta({ description: 'The public id once adopted; null until then.' }),
+  joinedAt: z.iso.datetime(),
+});
+
+export const pairingSessionSchema = z.object({
+  sessionId: z.string(),
+  hubId: z.string(),
+  state: z.enum(WINDOW_STATES),
+  openedAt: z.iso.datetime(),
+  closesAt: z.iso.datetime().meta({ description: 'The deadline: the window closes itself then.' }),
+  closedAt: z.iso.datetime().optional().meta({ description: 'Only once closed.' }),
+  closeReason: z.enum(CLOSE_REASONS).optional().meta({ description: 'Only once closed.' }),
+  candidates: z.array(candidateSchema).meta({ description: 'Every device that joined, in joining order.' }),
+});
+
+export const pairingSessionBodySchema = z.object({ session: pairingSessionSchema });
+export const candidateBodySchema = z.object({ candidate: candidateSchema });
+export const adoptionSchema = z.object({
+  device: deviceSchema,
+  write_blocked: z.array(z.string()).meta({
+    description: 'Every writable capability of the new device; each holds an explicit write denial.',
+  }),
+});
+
+type SessionWire = z.output<typeof pairingSessionSchema>;
+type CandidateWire = z.output<typeof candidateSchema>;
+
+const toCandidateWire = (c: PairingCandidateRow): CandidateWire => ({
+  ieeeAddr: c.ieeeAddr,
+  manufacturer: c.manufacturer,
+  productModel: c.productModel,
+  capabilities: [...c.capabilities],
+  state: c.state,
+  deviceId: c.deviceId,
+  joinedAt: c.joinedAt.toISOString(),
+});
+
+/**
+ * The device as just recorded, for the rare answer given before the devices read model caught up (its
+ * created_at is then this moment rather than the recorded one). The radio address is not copied.
+ */
+function justRegistered(d: Awaited<ReturnType<typeof adoptCandidate>>['device']): DeviceRecord {
+  return {
+    deviceId: d.deviceId,
+    status: 'active',
+    manufacturer: d.manufacturer,
+    productModel: d.productModel,
+    parentHubId: d.parentHubId,
+    siteId: d.siteId,
+    kind: d.kind,
+    profile: d.profile,
+    capabilities: d.capabilities,
+    createdAt: new Date(),
+  };
+}
+
+function toSessionWire(s: PairingSessionRow, candidates: readonly PairingCandidateRow[]): SessionWire {
+  return {
+    sessionId: s.sessionId,
+    hubId: s.hubId,
+    state: s.state,
+    openedAt: s.openedAt.toISOString(),
+    closesAt: s.closesAt.toISOString(),
+    ...(s.closedAt && { closedAt: s.closedAt.toISOString() }),
+    ...(s.closeReason && { closeReason: s.closeReason }),
+    candidates: candidates.map(toCandidateWire),
+  };
+}
+
+/**
+ * /pairing/sessions (mounted under /v1), all behind devices:write. Another project's hub or session answers
+ * exactly like a missing one. Decisions fold the hub's pairing stream; answers are read back from the
+ * pairing read model once it has caught up with the write, so a GET right after sees it.
+ */
+export function pairingRoutes(deps: { pool: Pool; store: EventStore }): Router {
+  const router = Router();
+  const writeScope = requireScope('devices:write');
+  const metadataOf = (req: Request) => ({ clientId: req.principal!.clientId, requestId: req.id });
+  const caughtUp = (position: string, ...projectors: string[]) =>
+    Promise.all(projectors.map((p) => waitForProjection(deps.pool, deps.store, p, position)));
+
+  async function sessionOf(req: Request): Promise<PairingSessionRow> {
+    const session = await findPairingSession(deps.pool, req.principal!.projectId, String(req.params.id));
+    if (!session) throw new NotFound('pairing session');
+    return session;
+  }
+
+  async function answerSession(sessionId: string, projectId: string) {
+    const session = await findPairingSession(deps.pool, projectId, sessionId);
+    if (!session) throw new NotFound('pairing session');
+    const body: z.output<typeof pairingSessionBodySchema> = {
+      session: toSessionWire(session, await listCandidates(deps.pool, sessionId)),
+    };
+    return body;
+  }
+
+  router.post('/pairing/sessions', writeScope, async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    const request = parseBody(pairingOpenRequestSchema, req.body);
+    const projectId = req.principal!.projectId;
+    const opened = await openPairingWindow(
+      deps.store,
+      { projectId, hubId: request.hubId, durationSeconds: request.durationSeconds, now: new Date() },
+      metadataOf(req),
+    );
+    await caughtUp(opened.position, 'pairing');
+    const body: z.output<typeof pairingSessionBodySchema> = {
+      session: {
+        sessionId: opened.sessionId,
+        hubId: request.hubId,
+        state: 'open',
+        openedAt: opened.openedAt,
+        closesAt: opened.closesAt,
+        candidates: [],
+      },
+    };
+    res.status(201).set('Cache-Control', 'no-store').json(body);
+  });
+
+  router.get('/pairing/sessions/:id', writeScope, async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    res
+      .set('Cache-Control', 'no-store')
+      .json(await answerSession(String(req.params.id), req.principal!.projectId));
+  });
+
+  router.delete('/pairing/sessions/:id', writeScope, async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    const session = await sessionOf(req);
+    const { position } = await closePairingWindow(
+      deps.store,
+      { hubId: session.hubId, sessionId: session.sessionId, reason: 'closed_by_client', now: new Date() },
+      metadataOf(req),
+    );
+    if (position) await caughtUp(position, 'pairing');
+    res.set('Cache-Control', 'no-store').json(await answerSession(session.sessionId, session.projectId));
+  });
+
+  router.post('/pairing/sessions/:id/adopt', writeScope, async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    const { ieeeAddr } = parseBody(candidateRequestSchema, req.body);
+    const session = await sessionOf(req);
+    const adopted = await adoptCandidate(
+      deps.store,
+      {
+        hubId: session.hubId,
+        sessionId: session.sessionId,
+        ieeeAddr: canonicalIeeeAddr(ieeeAddr),
+        now: new Date(),
+      },
+      metadataOf(req),
+    );
+    await caughtUp(adopted.position, 'pairing', 'devices');
+    const record = await findDevice(deps.pool, session.projectId, adopted.device.deviceId);
+    const body: z.output<typeof adoptionSchema> = {
+      device: toDeviceWire(record ?? justRegistered(adopted.device)),
+      write_blocked: [...adopted.writeBlocked],
+    };
+    res.status(201).set('Cache-Control', 'no-store').json(body);
+  });
+
+  router.post('/pairing/sessions/:id/reject', writeScope, async (req, res) => {
+    parseQuery(noQuerySchema, req.query);
+    const ieeeAddr = canonicalIeeeAddr(parseBody(candidateRequestSchema, req.body).ieeeAddr);
+    const session = await sessionOf(req);
+    const { position } = await rejectCandidate(
+      deps.store,
+      { hubId: session.hubId, sessionId: session.sessionId, ieeeAddr, now: new Date() },
+      metadataOf(req),
+    );
+    await caughtUp(position, 'pairing');
+    const candidate = await findCandidate(deps.pool, session.sessionId, ieeeAddr);
+    if (!candidate) throw new NotFound('candidate');
+    const body: z.output<typeof candidateBodySchema> = { candidate: toCandidateWire(candidate) };
+    res.set('Cache-Control', 'no-store').json(body);
+  });
+
+  return router;
+}

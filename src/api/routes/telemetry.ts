@@ -1,0 +1,145 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { CAPABILITY_KEYS, findCapability } from '../../domain/catalogue/index.js';
+import { NotFound } from '../../domain/errors.js';
+import {
+  MAX_WINDOW_MS,
+  RESOLUTIONS,
+  TELEMETRY_AGGREGATIONS,
+  windowProblem,
+  type Resolution,
+} from '../../domain/readings/index.js';
+import type { Pool } from '../../infra/postgres/pool.js';
+import { findDevice } from '../../projections/devices/queries.js';
+import { requireScope } from '../auth/require-scope.js';
+import { parseQuery, queryProblem } from '../validation.js';
+import { RAW_POINT_LIMIT, bucketPoints, rawPoints, servedAggregations } from './telemetry-points.js';
+
+const DAY_MS = 86_400_000;
+const days = (r: Resolution) => MAX_WINDOW_MS[r] / DAY_MS;
+
+const timestamp = (description: string) =>
+  z.iso
+    .datetime({ offset: true, error: (issue) => (issue.input === undefined ? 'missing' : 'invalid_time') })
+    .meta({ description });
+
+export const telemetryQuerySchema = z.strictObject({
+  from: timestamp('Window start, inclusive. ISO 8601 with Z or an offset. Required.'),
+  to: timestamp('Window end, exclusive. ISO 8601 with Z or an offset. Required.'),
+  capabilities: z.string().max(2048).optional().meta({
+    description:
+      'Comma-separated catalogue keys. Default: every capability of the device (text ones only at raw).',
+  }),
+  resolution: z
+    .enum(RESOLUTIONS, { error: 'unknown_resolution' })
+    .default('1h')
+    .meta({
+      description:
+        `Bucket width, default 1h. Widest window: raw ${days('raw')} day, 1m ${days('1m')} days, ` +
+        `5m ${days('5m')} days, 1h ${days('1h')} days, 1d ${days('1d')} days.`,
+    }),
+  aggregation: z.enum(TELEMETRY_AGGREGATIONS, { error: 'unknown_aggregation' }).default('avg').meta({
+    description:
+      'Default avg. Ignored for raw. Counters never use avg or sum: the response says what was used.',
+  }),
+});
+
+const bucketPointSchema = z.object({
+  capability_key: z.string(),
+  bucket: z.iso.datetime().meta({ description: 'Bucket start.' }),
+  value: z.number(),
+  samples: z.number().int().meta({ description: 'Readings in the bucket; much fewer than usual is a gap.' }),
+});
+
+const rawPointSchema = z.object({
+  capability_key: z.string(),
+  time: z.iso.datetime().meta({ description: 'The time the reading is filed under (docs/telemetry.md).' }),
+  value: z.union([z.number(), z.boolean(), z.string()]).meta({ description: 'As reported, not coerced.' }),
+  device_time: z.iso.datetime().nullable(),
+  server_time: z.iso.datetime(),
+});
+
+export const telemetrySchema = z.object({
+  deviceId: z.string(),
+  resolution: z.enum(RESOLUTIONS),
+  aggregation: z.string().meta({
+    description:
+      'What was used: one function for every capability, "mixed" when they differ (see aggregations), ' +
+      '"none" for raw.',
+  }),
+  aggregations: z
+    .record(z.string(), z.enum(TELEMETRY_AGGREGATIONS))
+    .optional()
+    .meta({ description: 'The function used per capability (bucketed resolutions).' }),
+  points: z.array(z.union([bucketPointSchema, rawPointSchema])),
+  nextFrom: z.iso
+    .datetime()
+    .optional()
+    .meta({ description: `Raw only: the answer stopped at ${RAW_POINT_LIMIT} points; continue from here.` }),
+});
+
+type TelemetryWire = z.output<typeof telemetrySchema>;
+
+/** GET /devices/{publicId}/telemetry (mounted under /v1). */
+export function telemetryRoutes(deps: { pool: Pool }): Router {
+  const router = Router();
+  router.get('/devices/:publicId/telemetry', requireScope('telemetry:read'), async (req, res) => {
+    const query = parseQuery(telemetryQuerySchema, req.query);
+    const fromMs = Date.parse(query.from);
+    const toMs = Date.parse(query.to);
+    const problem = windowProblem(query.resolution, fromMs, toMs);
+    if (problem) throw queryProblem(problem, problem === 'from_after_to' ? 'from' : 'to');
+    const asked = askedCapabilities(query.capabilities, query.resolution);
+
+    const device = await findDevice(deps.pool, req.principal!.projectId, String(req.params.publicId));
+    if (!device) throw new NotFound('device');
+    const capabilities = asked ?? defaultCapabilities(device.capabilities, query.resolution);
+    const window = { deviceId: device.deviceId, capabilities, fromMs, toMs };
+
+    let body: TelemetryWire;
+    if (query.resolution === 'raw') {
+      const { points, nextFrom } = await rawPoints(deps.pool, window);
+      body = { deviceId: device.deviceId, resolution: 'raw', aggregation: 'none', points };
+      if (nextFrom) body.nextFrom = nextFrom;
+    } else {
+      const served = servedAggregations(capabilities, query.aggregation);
+      const used = new Set(served.values());
+      body = {
+        deviceId: device.deviceId,
+        resolution: query.resolution,
+        aggregation: used.size > 1 ? 'mixed' : ([...used][0] ?? query.aggregation),
+        aggregations: Object.fromEntries(served),
+        points: await bucketPoints(deps.pool, window, query.resolution, served),
+      };
+    }
+    res.set('Cache-Control', 'no-store').json(body);
+  });
+  return router;
+}
+
+/**
+ * The `capabilities` parameter: catalogue keys, duplicates dropped, in the order given. A key the device
+ * does not (or no longer) offer is allowed and simply has no points. Text has no bucketed form.
+ */
+function askedCapabilities(list: string | undefined, resolution: Resolution): string[] | undefined {
+  if (list === undefined) return undefined;
+  const keys = [...new Set(list.split(',').map((k) => k.trim()))];
+  for (const key of keys) {
+    const capability = findCapability(key);
+    if (!capability)
+      throw queryProblem(key === '' ? 'empty_capability' : 'unknown_capability', 'capabilities');
+    if (resolution !== 'raw' && capability.type === 'text') throw queryProblem('not_numeric', 'capabilities');
+  }
+  return keys;
+}
+
+const CATALOGUE_ORDER = new Map<string, number>(CAPABILITY_KEYS.map((k, i) => [k, i]));
+
+function defaultCapabilities(offered: readonly string[], resolution: Resolution): string[] {
+  return offered
+    .filter((key) => {
+      const capability = findCapability(key);
+      return capability !== undefined && (resolution === 'raw' || capability.type !== 'text');
+    })
+    .sort((a, b) => CATALOGUE_ORDER.get(a)! - CATALOGUE_ORDER.get(b)!);
+}
