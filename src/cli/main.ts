@@ -1,7 +1,10 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config.js';
+import { AGENTS_USAGE, agentCommand } from './commands/agents.js';
+import { EDGE_SIM_USAGE, edgeSimCommand } from './commands/edge-sim.js';
 import { IDENTITY_USAGE, identityCommand } from './commands/identity.js';
 import { migrateCommand } from './commands/migrate.js';
+import { PAIRING_USAGE, pairingCommand } from './commands/pairing.js';
 import { projectionsRebuild, projectionsStatus } from './commands/projections.js';
 import { serve } from './commands/serve.js';
 import { SITES_USAGE, siteCommand } from './commands/sites.js';
@@ -14,6 +17,9 @@ const USAGE = `usage: devcloud <command> [options]
   projections rebuild [NAME]                        rebuild read models from the event store
 ${IDENTITY_USAGE}
 ${SITES_USAGE}
+${AGENTS_USAGE}
+${PAIRING_USAGE}
+${EDGE_SIM_USAGE}
 options: --json   print one JSON object per line`;
 
 async function main(argv: string[]): Promise<void> {
@@ -29,6 +35,15 @@ async function main(argv: string[]): Promise<void> {
       scopes: { type: 'string' },
       auth: { type: 'string' },
       timezone: { type: 'string' },
+      site: { type: 'string' },
+      out: { type: 'string' },
+      hub: { type: 'string' },
+      ieee: { type: 'string' },
+      agent: { type: 'string' },
+      devices: { type: 'string' },
+      rate: { type: 'string' },
+      duration: { type: 'string' },
+      seed: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -49,6 +64,12 @@ async function main(argv: string[]): Promise<void> {
       return identityCommand(out, command, sub, arg, values);
     case 'site':
       return siteCommand(out, sub, values);
+    case 'agent':
+      return agentCommand(out, sub, arg, values);
+    case 'pairing':
+      return pairingCommand(out, sub, values);
+    case 'edge-sim':
+      return edgeSimCommand(out, values);
     case 'projections':
       if (sub === 'status') return projectionsStatus(out);
       if (sub === 'rebuild') return projectionsRebuild(out, arg);

@@ -1,0 +1,27 @@
+import { IEEE_ADDR_PATTERN, canonicalIeeeAddr } from '../../domain/pairing/index.js';
+import { clearRejection } from '../../pairing/candidates.js';
+import { withCliContext } from '../context.js';
+import { CliError, type Output } from '../output.js';
+import { cliRefusal } from './projects.js';
+
+export const PAIRING_USAGE = `  pairing clear-rejection --hub ID --ieee ADDR      let a rejected device join the hub as a candidate again`;
+
+export async function pairingCommand(
+  out: Output,
+  sub: string | undefined,
+  options: { hub?: string; ieee?: string },
+): Promise<void> {
+  if (sub !== 'clear-rejection')
+    throw new CliError(`pairing: expected clear-rejection, got ${sub ?? 'nothing'}`);
+  const { hub, ieee } = options;
+  if (!hub || !ieee) throw new CliError('pairing clear-rejection: --hub ID and --ieee ADDR are required');
+  if (!IEEE_ADDR_PATTERN.test(ieee))
+    throw new CliError('pairing clear-rejection: --ieee must be 0x and 16 hex digits');
+  const ieeeAddr = canonicalIeeeAddr(ieee);
+  await withCliContext(async ({ store }) => {
+    await clearRejection(store, { hubId: hub, ieeeAddr, now: new Date() }, { source: 'devcloud-cli' }).catch(
+      cliRefusal,
+    );
+    out.result({ hubId: hub, ieeeAddr, cleared: true }, `${ieeeAddr} may join hub ${hub} again`);
+  });
+}

@@ -1,0 +1,395 @@
+import { EventEmitter } from 'node:events';
+import mqtt, { type MqttClient } from 'mqtt';
+import type { Logger } from 'pino';
+import type { AgentFiles } from '../agents/agent-files.js';
+import { HUB_CAPABILITIES } from '../agents/register.js';
+import {
+  commandsDownPayload,
+  devicesDownPayload,
+  downlinkSubscription,
+  downlinkTopic,
+  pairingDownPayload,
+  uplinkTopic,
+} from '../ingress/broker/topics.js';
+import { buildFleet, type SimulatedDevice } from './fleet.js';
+import { Outbox, type OutboxStats } from './outbox.js';
+import { derivedRandom, type Random } from './random.js';
+import { createSignal, type Signal, type SimValue } from './signals.js';
+
+export interface EdgeSimOptions {
+  readonly files: AgentFiles;
+  /** Simulated devices behind the hub, none adopted at start. */
+  readonly devices: number;
+  /** Readings per second per device (the hub included once it publishes). */
+  readonly rate: number;
+  readonly seed: number;
+  /** Dial this instead of the connection file's broker URL (tests). */
+  readonly brokerUrl?: string;
+  /** The hub publishes its own diagnostics too. Default true; benchmarks turn it off for uniform messages. */
+  readonly hubReadings?: boolean;
+  /** Default 3, the size ThingsBoard's published figures use. */
+  readonly readingsPerMessage?: number;
+  /** Chance that one reading is missing from a message. Default 0.02. */
+  readonly dropRate?: number;
+  /** Readings messages kept while the broker is away. Default 10,000. */
+  readonly queueLimit?: number;
+  /** Unacknowledged publishes handed to the MQTT client at a time. Default 256. */
+  readonly maxInflight?: number;
+  readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+  readonly tickMs?: number;
+  readonly logger?: Logger;
+  readonly now?: () => number;
+}
+
+export interface SimStats extends OutboxStats {
+  readonly connected: boolean;
+  readonly reconnects: number;
+  readonly messages: number;
+  readonly readings: number;
+  readonly readingsAcked: number;
+  readonly skippedReadings: number;
+  readonly candidatesSent: number;
+  readonly adopted: number;
+  readonly rejected: number;
+  readonly commandsApplied: number;
+}
+
+export interface AckedMessage {
+  readonly deviceId: string;
+  readonly seq: number;
+  readonly readings: number;
+  /** When the message was put together (epoch ms), for latency figures. */
+  readonly createdAtMs: number;
+}
+
+interface DeviceRuntime {
+  readonly sim: SimulatedDevice | undefined;
+  readonly capabilities: readonly string[];
+  readonly signals: ReadonlyMap<string, Signal>;
+  readonly drops: Random;
+  publicId: string | undefined;
+  rejected: boolean;
+  joinedSession: string | undefined;
+  seq: number;
+  rotation: number;
+  credit: number;
+}
+
+/**
+ * A reference edge agent: one hub and its simulated devices, over the dc/v1 MQTT contract (docs/mqtt.md,
+ * docs/edge-agent.md). Events: connected, disconnected, permit, stop, candidate, adopted, rejected,
+ * command, acked (AckedMessage).
+ */
+export class EdgeSim extends EventEmitter {
+  readonly #options: EdgeSimOptions;
+  readonly #agentId: string;
+  readonly #hubId: string;
+  readonly #now: () => number;
+  readonly #logger: Logger | undefined;
+  readonly #outbox: Outbox;
+  readonly #hub: DeviceRuntime;
+  readonly #devices: DeviceRuntime[];
+  #client: MqttClient | undefined;
+  #ticker: NodeJS.Timeout | undefined;
+  #reconnectTimer: NodeJS.Timeout | undefined;
+  #failures = 0;
+  #lastTick = 0;
+  #stopping = false;
+  #counts = {
+    reconnects: 0,
+    messages: 0,
+    readings: 0,
+    readingsAcked: 0,
+    skippedReadings: 0,
+    candidatesSent: 0,
+    commandsApplied: 0,
+  };
+
+  constructor(options: EdgeSimOptions) {
+    super();
+    this.#options = options;
+    this.#agentId = options.files.connection.agentId;
+    this.#hubId = options.files.connection.hubId;
+    this.#now = options.now ?? Date.now;
+    this.#logger = options.logger?.child({ agentId: this.#agentId });
+    // Sequence numbers start from the clock so a restarted agent never reuses one; within a run they
+    // count up per device, so a redelivered message carries the same seq and is stored once.
+    const seqBase = this.#now() * 1000;
+    const context = { timezone: options.files.connection.timezone, startMs: this.#now() };
+    const runtime = (sim: SimulatedDevice | undefined, capabilities: readonly string[], key: string) => {
+      const random = derivedRandom(options.seed, key);
+      return {
+        sim,
+        capabilities,
+        signals: new Map(
+          capabilities.map((c) => [c, createSignal(c, derivedRandom(options.seed, key, c), context)]),
+        ),
+        drops: random,
+        publicId: undefined,
+        rejected: false,
+        joinedSession: undefined,
+        seq: seqBase,
+        rotation: 0,
+        credit: random(),
+      } satisfies DeviceRuntime;
+    };
+    this.#hub = { ...runtime(undefined, HUB_CAPABILITIES, 'hub'), publicId: this.#hubId };
+    this.#devices = buildFleet(options.seed, options.devices).map((sim) =>
+      runtime(sim, sim.profile.capabilities, `device/${sim.index}`),
+    );
+    this.#outbox = new Outbox({
+      readingsLimit: options.queueLimit ?? 10_000,
+      maxInflight: options.maxInflight ?? 256,
+      publish: (message, done) => {
+        if (!this.#client) return done(new Error('not connected'));
+        this.#client.publish(message.topic, message.payload, { qos: 1 }, (error) => done(error ?? undefined));
+      },
+    });
+  }
+
+  /** The simulated devices: address, kind, and what the cloud has decided about each. */
+  fleet(): {
+    ieeeAddr: string;
+    manufacturer: string;
+    model: string;
+    capabilities: readonly string[];
+    publicId: string | undefined;
+    rejected: boolean;
+  }[] {
+    return this.#devices.map((d) => ({
+      ieeeAddr: d.sim!.ieeeAddr,
+      manufacturer: d.sim!.profile.manufacturer,
+      model: d.sim!.profile.model,
+      capabilities: d.capabilities,
+      publicId: d.publicId,
+      rejected: d.rejected,
+    }));
+  }
+
+  stats(): SimStats {
+    return {
+      ...this.#outbox.stats(),
+      ...this.#counts,
+      connected: this.#client?.connected ?? false,
+      adopted: this.#devices.filter((d) => d.publicId !== undefined).length,
+      rejected: this.#devices.filter((d) => d.rejected).length,
+    };
+  }
+
+  start(): void {
+    const { files } = this.#options;
+    const will = {
+      topic: uplinkTopic.agentStatus(this.#agentId),
+      payload: json({ state: 'offline' }),
+      qos: 1 as const,
+      retain: false,
+    };
+    this.#client = mqtt.connect(this.#options.brokerUrl ?? files.connection.brokerUrl, {
+      protocolVersion: 4,
+      clientId: this.#agentId,
+      clean: true,
+      ca: files.caPem,
+      cert: files.certPem,
+      key: files.keyPem,
+      will,
+      keepalive: 30,
+      connectTimeout: 10_000,
+      // Reconnects are ours, with backoff, and keep the client's store of unacknowledged messages.
+      reconnectPeriod: 0,
+    });
+    this.#client.on('connect', () => this.#onConnect());
+    this.#client.on('close', () => this.#onClose());
+    this.#client.on('error', (error) => this.#logger?.debug({ err: error }, 'mqtt error'));
+    this.#client.on('message', (topic, payload) => this.#onMessage(topic, payload));
+    this.#lastTick = this.#now();
+    this.#ticker = setInterval(() => this.#tick(), this.#options.tickMs ?? 50);
+  }
+
+  /** Says goodbye (status offline), waits up to `graceMs` for the queue to drain, and disconnects. */
+  async stop(graceMs = 5000): Promise<SimStats> {
+    this.#stopping = true;
+    clearInterval(this.#ticker);
+    clearTimeout(this.#reconnectTimer);
+    if (this.#client?.connected) {
+      this.#control(uplinkTopic.agentStatus(this.#agentId), { state: 'offline' });
+      await this.#outbox.drained(graceMs);
+    }
+    await this.#client?.endAsync(true).catch(() => undefined);
+    return this.stats();
+  }
+
+  #onConnect(): void {
+    this.#failures = 0;
+    this.#logger?.info('connected');
+    const client = this.#client!;
+    client.subscribe(downlinkSubscription(this.#agentId), { qos: 1 }, (error, granted) => {
+      if (error || granted?.some((g) => g.qos === 128)) {
+        this.#logger?.warn({ err: error }, 'downlink subscription refused');
+        this.#outbox.setOpen(true);
+        return;
+      }
+      // Online only once subscribed: the cloud answers it by sending again what this agent may have missed.
+      this.#control(uplinkTopic.agentStatus(this.#agentId), { state: 'online', agentVersion: 'edge-sim/1' });
+      for (const device of [this.#hub, ...this.#devices]) {
+        if (device.publicId)
+          this.#control(uplinkTopic.deviceStatus(this.#agentId, device.publicId), { state: 'online' });
+      }
+      this.#outbox.setOpen(true);
+      this.emit('connected');
+    });
+  }
+
+  #onClose(): void {
+    this.#outbox.setOpen(false);
+    if (this.#stopping) return;
+    this.emit('disconnected');
+    if (this.#reconnectTimer) return;
+    const { initialMs, maxMs } = this.#options.backoff ?? { initialMs: 250, maxMs: 10_000 };
+    const ceiling = Math.min(maxMs, initialMs * 2 ** this.#failures);
+    this.#failures += 1;
+    // Full jitter, so a fleet that lost the broker together does not come back together.
+    const delay = Math.max(initialMs / 2, Math.random() * ceiling);
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = undefined;
+      if (this.#stopping || !this.#client) return;
+      this.#counts.reconnects += 1;
+      this.#client.reconnect({
+        incomingStore: this.#client.incomingStore,
+        outgoingStore: this.#client.outgoingStore,
+      });
+    }, delay);
+  }
+
+  #onMessage(topic: string, payload: Buffer): void {
+    let body: unknown;
+    try {
+      body = JSON.parse(payload.toString('utf8'));
+    } catch {
+      return;
+    }
+    if (topic === downlinkTopic(this.#agentId, 'pairing')) {
+      const message = pairingDownPayload.safeParse(body);
+      if (message.success && message.data.hubId === this.#hubId) this.#onPairing(message.data);
+    } else if (topic === downlinkTopic(this.#agentId, 'devices')) {
+      const message = devicesDownPayload.safeParse(body);
+      if (message.success) this.#onDecision(message.data);
+    } else if (topic === downlinkTopic(this.#agentId, 'commands')) {
+      const message = commandsDownPayload.safeParse(body);
+      if (message.success) this.#onCommand(message.data);
+    }
+  }
+
+  #onPairing(message: { action: 'permit' | 'stop'; sessionId: string; until?: string }): void {
+    if (message.action === 'stop') {
+      this.emit('stop', message.sessionId);
+      return;
+    }
+    // Devices join as soon as joining is permitted, so the window's end (`stop`) needs no timer; a permit
+    // that arrives after its `until` permits nothing.
+    if (Date.parse(message.until!) <= this.#now()) return;
+    this.emit('permit', { sessionId: message.sessionId, until: message.until });
+    // Every device not yet adopted, and not refused, joins (once per window).
+    for (const device of this.#devices) {
+      if (device.publicId || device.rejected || device.joinedSession === message.sessionId) continue;
+      device.joinedSession = message.sessionId;
+      const sim = device.sim!;
+      this.#control(uplinkTopic.pairingCandidate(this.#agentId), {
+        sessionId: message.sessionId,
+        ieeeAddr: sim.ieeeAddr,
+        manufacturer: sim.profile.manufacturer,
+        model: sim.profile.model,
+        capabilities: [...sim.profile.capabilities],
+      });
+      this.#counts.candidatesSent += 1;
+      this.emit('candidate', sim.ieeeAddr);
+    }
+  }
+
+  #onDecision(message: { decision: 'adopted' | 'rejected'; ieeeAddr: string; publicId?: string }): void {
+    const device = this.#devices.find((d) => d.sim!.ieeeAddr === message.ieeeAddr.toLowerCase());
+    if (!device) return;
+    if (message.decision === 'rejected') {
+      if (!device.rejected) this.emit('rejected', message.ieeeAddr);
+      device.rejected = true;
+      return;
+    }
+    const first = device.publicId === undefined;
+    device.publicId = message.publicId;
+    device.rejected = false;
+    if (first) {
+      this.#control(uplinkTopic.deviceStatus(this.#agentId, device.publicId!), { state: 'online' });
+      this.emit('adopted', { ieeeAddr: message.ieeeAddr, publicId: message.publicId });
+    }
+  }
+
+  #onCommand(command: { commandId: string; deviceId: string; capability: string; value: SimValue }): void {
+    const device = [this.#hub, ...this.#devices].find((d) => d.publicId === command.deviceId);
+    const signal = device?.signals.get(command.capability);
+    const ack = signal ? { status: 'applied' } : { status: 'failed', detail: 'unknown device or capability' };
+    signal?.set(command.value);
+    if (signal) this.#counts.commandsApplied += 1;
+    this.#logger?.info({ command, ack }, 'command');
+    this.emit('command', command);
+    this.#control(uplinkTopic.commandAck(this.#agentId, command.commandId), ack);
+  }
+
+  #tick(): void {
+    const now = this.#now();
+    const elapsed = Math.max(0, now - this.#lastTick) / 1000;
+    this.#lastTick = now;
+    const perMessage = this.#options.readingsPerMessage ?? 3;
+    const messagesPerSecond = this.#options.rate / perMessage;
+    const publishing = this.#options.hubReadings === false ? this.#devices : [this.#hub, ...this.#devices];
+    for (const device of publishing) {
+      if (!device.publicId) continue;
+      device.credit += messagesPerSecond * elapsed;
+      while (device.credit >= 1) {
+        device.credit -= 1;
+        this.#publishReadings(device, now, perMessage);
+      }
+    }
+  }
+
+  #publishReadings(device: DeviceRuntime, now: number, perMessage: number): void {
+    const dropRate = this.#options.dropRate ?? 0.02;
+    const deviceTime = new Date(now + (device.sim?.clockSkewMs ?? 0)).toISOString();
+    const readings: { capability: string; value: SimValue; deviceTime: string }[] = [];
+    for (let i = 0; i < Math.min(perMessage, device.capabilities.length); i++) {
+      const capability = device.capabilities[device.rotation % device.capabilities.length]!;
+      device.rotation += 1;
+      const value = device.signals.get(capability)!.next(now);
+      if (device.drops() < dropRate) {
+        this.#counts.skippedReadings += 1;
+        continue;
+      }
+      readings.push({ capability, value, deviceTime });
+    }
+    if (readings.length === 0) return;
+    const seq = ++device.seq;
+    const deviceId = device.publicId!;
+    this.#counts.messages += 1;
+    this.#counts.readings += readings.length;
+    this.#outbox.enqueue({
+      topic: uplinkTopic.readings(this.#agentId, deviceId),
+      payload: json({ seq, readings }),
+      lane: 'readings',
+      onAcked: () => {
+        this.#counts.readingsAcked += readings.length;
+        this.emit('acked', {
+          deviceId,
+          seq,
+          readings: readings.length,
+          createdAtMs: now,
+        } satisfies AckedMessage);
+      },
+    });
+  }
+
+  #control(topic: string, payload: unknown): void {
+    this.#outbox.enqueue({ topic, payload: json(payload), lane: 'control' });
+  }
+}
+
+function json(value: unknown): Buffer {
+  return Buffer.from(JSON.stringify(value), 'utf8');
+}

@@ -1,0 +1,80 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { Pool } from '../infra/postgres/pool.js';
+
+const TRY_LOCK = 'SELECT pg_try_advisory_lock(hashtext($1)) AS ok';
+const UNLOCK = 'SELECT pg_advisory_unlock(hashtext($1))';
+const ALIVE = 'SELECT 1';
+
+export interface ElectionOptions {
+  readonly signal: AbortSignal;
+  readonly logger: Logger;
+  /** How long a standby waits before trying to take over. Default 5 s. */
+  readonly standbyRetryMs?: number;
+  /** How often the active instance checks that its lock connection is alive. Default 5 s. */
+  readonly livenessCheckMs?: number;
+}
+
+/**
+ * Runs `lead` only while this process holds the PostgreSQL session advisory lock `name`: one active
+ * instance across every process on the database, the others standing by and retrying. The lock lives with
+ * its connection, so if that connection dies the lock is gone for everyone: the leader notices (connection
+ * error or a failed liveness query), aborts `lead`'s signal and goes back to standing by.
+ */
+export async function runElected(
+  pool: Pool,
+  name: string,
+  lead: (leadership: AbortSignal) => Promise<void>,
+  options: ElectionOptions,
+): Promise<void> {
+  const { signal, logger } = options;
+  while (!signal.aborted) {
+    let leading = false;
+    try {
+      const connection = await pool.connect();
+      const leadership = new AbortController();
+      const lost = () => leadership.abort();
+      connection.on('error', lost);
+      signal.addEventListener('abort', lost, { once: true });
+      let unlocked = false;
+      try {
+        leading = (await connection.query<{ ok: boolean }>(TRY_LOCK, [name])).rows[0]!.ok;
+        if (leading) {
+          logger.info({ lock: name }, 'elected: this instance is active');
+          const watch = watchConnection(connection, leadership, options.livenessCheckMs ?? 5000);
+          try {
+            await lead(leadership.signal);
+          } finally {
+            leadership.abort();
+            await watch;
+          }
+          unlocked = await connection.query(UNLOCK, [name]).then(
+            () => true,
+            () => false,
+          );
+        }
+      } finally {
+        signal.removeEventListener('abort', lost);
+        connection.off('error', lost);
+        // A connection that may still hold the lock must not go back to the pool: destroy it instead.
+        connection.release(leading && !unlocked ? true : undefined);
+      }
+    } catch (error) {
+      if (!signal.aborted) logger.error({ err: error, lock: name }, 'election failed; retrying');
+    }
+    if (leading && !signal.aborted) logger.warn({ lock: name }, 'lost the lock; standing by');
+    await sleep(options.standbyRetryMs ?? 5000, undefined, { signal }).catch(() => undefined);
+  }
+}
+
+async function watchConnection(
+  connection: { query(sql: string): Promise<unknown> },
+  leadership: AbortController,
+  everyMs: number,
+): Promise<void> {
+  while (!leadership.signal.aborted) {
+    await sleep(everyMs, undefined, { signal: leadership.signal }).catch(() => undefined);
+    if (leadership.signal.aborted) return;
+    await connection.query(ALIVE).catch(() => leadership.abort());
+  }
+}

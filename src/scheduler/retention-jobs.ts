@@ -1,0 +1,63 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { EventStore } from '../eventstore/port.js';
+import type { Pool } from '../infra/postgres/pool.js';
+import { deleteExpiredReadings } from '../ingress/readings/retention.js';
+import { deleteExpiredTelemetry } from '../projections/telemetry/retention.js';
+import type { ScheduledJob } from './job.js';
+
+type RetentionConfig = Pick<
+  Config,
+  | 'READINGS_RETENTION_DAYS'
+  | 'TELEMETRY_RAW_RETENTION_DAYS'
+  | 'TELEMETRY_1M_RETENTION_DAYS'
+  | 'TELEMETRY_1H_RETENTION_DAYS'
+  | 'TELEMETRY_1D_RETENTION_DAYS'
+>;
+
+/**
+ * Hourly retention: reading events in the event store, then raw telemetry and each bucket table. Both
+ * delete in batches and stop between batches when this instance stops being the active scheduler.
+ */
+export function retentionJobs(deps: {
+  store: EventStore;
+  pool: Pool;
+  config: RetentionConfig;
+  logger: Logger;
+}): ScheduledJob[] {
+  const { config } = deps;
+  const logger = deps.logger.child({ job: 'retention' });
+  return [
+    {
+      name: 'readings-retention',
+      schedule: '17 * * * *',
+      atStart: false,
+      async run(leadership) {
+        const result = await deleteExpiredReadings(deps.store, {
+          retentionDays: config.READINGS_RETENTION_DAYS,
+          now: Date.now(),
+          signal: leadership,
+        });
+        if (result.deleted > 0) logger.info(result, 'expired reading events deleted');
+      },
+    },
+    {
+      name: 'telemetry-retention',
+      schedule: '47 * * * *',
+      atStart: false,
+      async run(leadership) {
+        const deleted = await deleteExpiredTelemetry(deps.pool, {
+          retention: {
+            rawDays: config.TELEMETRY_RAW_RETENTION_DAYS,
+            minuteDays: config.TELEMETRY_1M_RETENTION_DAYS,
+            hourDays: config.TELEMETRY_1H_RETENTION_DAYS,
+            dayDays: config.TELEMETRY_1D_RETENTION_DAYS,
+          },
+          now: Date.now(),
+          signal: leadership,
+        });
+        if (Object.values(deleted).some((n) => n > 0)) logger.info({ deleted }, 'expired telemetry deleted');
+      },
+    },
+  ];
+}

@@ -1,0 +1,126 @@
+import { execFile } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { expect } from 'chai';
+import mqtt, { type MqttClient } from 'mqtt';
+import { readAgentFiles, type AgentFiles } from '../../src/agents/agent-files.js';
+import { closed, connected, refused } from '../ingress/support/broker-fixture.js';
+import { startEdgeService, type EdgeService } from '../support/edge-service.js';
+import { call, siteOf } from '../support/registry.js';
+import { createTenant } from '../support/tenants.js';
+
+const run = promisify(execFile);
+
+function connectWith(files: AgentFiles): MqttClient {
+  const client = mqtt.connect(files.connection.brokerUrl, {
+    protocolVersion: 4,
+    clientId: files.connection.agentId,
+    clean: true,
+    ca: files.caPem,
+    cert: files.certPem,
+    key: files.keyPem,
+    reconnectPeriod: 0,
+    connectTimeout: 5000,
+  });
+  client.on('error', () => undefined);
+  return client;
+}
+
+describe('devcloud agent create / revoke', () => {
+  let edge: EdgeService;
+  let projectId: string;
+  let siteId: string;
+  let token: string;
+
+  before(async () => {
+    edge = await startEdgeService();
+    const tenant = await createTenant(edge, ['devices:read']);
+    projectId = tenant.projectId;
+    token = await tenant.token();
+    siteId = await siteOf(edge, projectId, 'Plant', 'Europe/Berlin');
+  });
+  after(() => edge.close());
+
+  it('registers the agent and its hub, writes its files, and a client with them connects', async () => {
+    const dir = path.join(edge.dataDir, 'agent-a');
+    const printed = await edge.cli('agent', 'create', '--project', projectId, '--site', siteId, '--out', dir);
+    expect(Object.keys(printed)).to.deep.equal(['agentId', 'hubId', 'dir']);
+    expect(printed.dir).to.equal(dir);
+    const files = await readAgentFiles(dir);
+    expect(files.connection).to.deep.include({
+      agentId: printed.agentId,
+      hubId: printed.hubId,
+      brokerUrl: `mqtts://127.0.0.1:${edge.mqttPort}`,
+      timezone: 'Europe/Berlin',
+    });
+    expect((await stat(path.join(dir, 'key.pem'))).mode & 0o777).to.equal(0o600);
+    expect(files.keyPem).to.contain('PRIVATE KEY');
+
+    await edge.catchUp();
+    const hub = await call(edge, 'GET', `/v1/devices/${printed.hubId as string}`, { token });
+    expect(hub.status).to.equal(200);
+    expect(hub.body).to.include({ kind: 'hub', parent_hub_id: null, site_id: siteId, status: 'active' });
+
+    const client = connectWith(files);
+    await connected(client);
+    await client.endAsync();
+  });
+
+  it('refuses an unknown project or a site of another project in one line, exit code 1', async () => {
+    const other = await createTenant(edge, ['devices:read']);
+    const otherSite = await siteOf(edge, other.projectId);
+    for (const [project, site] of [
+      ['prj_doesnotexist0000', siteId],
+      [projectId, 'site_doesnotexist'],
+      [projectId, otherSite],
+    ]) {
+      const failure = await run(
+        process.execPath,
+        [
+          'bin/devcloud.js',
+          'agent',
+          'create',
+          '--project',
+          project!,
+          '--site',
+          site!,
+          '--out',
+          path.join(edge.dataDir, 'never'),
+        ],
+        { env: { ...process.env, ...edge.env } },
+      ).then(
+        () => undefined,
+        (error: { code: number; stderr: string }) => error,
+      );
+      expect(failure?.code).to.equal(1);
+      expect(failure!.stderr.trim().split('\n')).to.have.length(1);
+      expect(failure!.stderr).to.match(/^devcloud: (project|site) not found/);
+    }
+  });
+
+  it('revoke: the live connection is closed and the agent is refused from then on', async () => {
+    const dir = path.join(edge.dataDir, 'agent-b');
+    const { agentId } = await edge.cli(
+      'agent',
+      'create',
+      '--project',
+      projectId,
+      '--site',
+      siteId,
+      '--out',
+      dir,
+    );
+    const files = await readAgentFiles(dir);
+    await edge.catchUp();
+    const live = connectWith(files);
+    await connected(live);
+
+    const ended = closed(live, 10_000);
+    expect(await edge.cli('agent', 'revoke', agentId as string)).to.deep.include({ agentId, revoked: true });
+    await ended;
+    expect(await refused(connectWith(files))).to.match(/Not authorized|closed/);
+    // Revoking again changes nothing.
+    expect(await edge.cli('agent', 'revoke', agentId as string)).to.deep.include({ alreadyRevoked: true });
+  });
+});

@@ -1,0 +1,132 @@
+import { once } from 'node:events';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import { readAgentFiles } from '../../src/agents/agent-files.js';
+import { findCapability } from '../../src/domain/catalogue/index.js';
+import { EdgeSim } from '../../src/edge-sim/index.js';
+import { startEdgeService, type EdgeService } from '../support/edge-service.js';
+import { call, siteOf } from '../support/registry.js';
+import { createTenant } from '../support/tenants.js';
+
+interface Candidate {
+  ieeeAddr: string;
+  state: string;
+  capabilities: string[];
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('edge path end to end: agent create -> edge-sim -> pairing -> readings in the state endpoint', () => {
+  let edge: EdgeService;
+  let sim: EdgeSim | undefined;
+
+  before(async () => {
+    edge = await startEdgeService();
+  });
+  after(async () => {
+    await sim?.stop(1000);
+    await edge.close();
+  });
+
+  it('adopts one candidate and rejects another; the adopted device reports through its public id', async () => {
+    const tenant = await createTenant(edge, ['devices:read', 'devices:write', 'telemetry:read']);
+    const token = await tenant.token();
+    const siteId = await siteOf(edge, tenant.projectId, 'Lab', 'Europe/Paris');
+    const dir = path.join(edge.dataDir, 'agent');
+    const { hubId } = await edge.cli(
+      'agent',
+      'create',
+      '--project',
+      tenant.projectId,
+      '--site',
+      siteId,
+      '--out',
+      dir,
+    );
+    await edge.catchUp();
+
+    sim = new EdgeSim({
+      files: await readAgentFiles(dir),
+      devices: 4,
+      rate: 6,
+      seed: 42,
+      backoff: { initialMs: 100, maxMs: 1000 },
+    });
+    const online = once(sim, 'connected');
+    sim.start();
+    await online;
+
+    const opened = await call(edge, 'POST', '/v1/pairing/sessions', { token, body: { hubId } });
+    expect(opened.status).to.equal(201);
+    const { sessionId } = (opened.body as { session: { sessionId: string } }).session;
+    const candidates = await until('four candidates', async () => {
+      const answer = await call(edge, 'GET', `/v1/pairing/sessions/${sessionId}`, { token });
+      const list = (answer.body as { session: { candidates: Candidate[] } }).session.candidates;
+      return list.length === 4 ? list : undefined;
+    });
+    const fleet = sim.fleet();
+    expect(candidates.map((c) => c.ieeeAddr).sort()).to.deep.equal(fleet.map((d) => d.ieeeAddr).sort());
+    expect(candidates.every((c) => c.state === 'pending')).to.equal(true);
+
+    const plug = fleet.find((d) => d.capabilities.includes('binary.switch'))!;
+    const other = fleet.find((d) => d !== plug)!;
+    const told = once(sim, 'adopted');
+    const adopted = await call(edge, 'POST', `/v1/pairing/sessions/${sessionId}/adopt`, {
+      token,
+      body: { ieeeAddr: plug.ieeeAddr },
+    });
+    expect(adopted.status).to.equal(201);
+    const { device, write_blocked } = adopted.body as { device: { id: string }; write_blocked: string[] };
+    expect(write_blocked).to.deep.equal(plug.capabilities.filter((c) => findCapability(c)?.writable));
+    const [{ publicId }] = (await told) as [{ publicId: string }];
+    expect(publicId).to.equal(device.id);
+
+    const refusedTold = once(sim, 'rejected');
+    const rejected = await call(edge, 'POST', `/v1/pairing/sessions/${sessionId}/reject`, {
+      token,
+      body: { ieeeAddr: other.ieeeAddr },
+    });
+    expect(rejected.status).to.equal(200);
+    await refusedTold;
+
+    const state = await until('readings in the state endpoint', async () => {
+      const answer = await call(edge, 'GET', `/v1/devices/${device.id}/state`, { token });
+      const body = answer.body as { connectivity: string; state: { capability: string; unit: string }[] };
+      return answer.status === 200 && body.state.length >= 3 ? body : undefined;
+    });
+    expect(state.connectivity).to.equal('online');
+    for (const entry of state.state) {
+      expect(plug.capabilities).to.include(entry.capability);
+      expect(entry.unit).to.equal(findCapability(entry.capability)!.unit);
+    }
+    const hub = (await call(edge, 'GET', `/v1/devices/${hubId as string}/state`, { token })).body as {
+      connectivity: string;
+    };
+    expect(hub.connectivity).to.equal('online');
+
+    // Closing the window tells the agent to stop permitting joins.
+    const stopped = once(sim, 'stop');
+    expect((await call(edge, 'DELETE', `/v1/pairing/sessions/${sessionId}`, { token })).status).to.equal(200);
+    await stopped;
+
+    // The rejected device does not join the next window; the undecided ones do.
+    const next = await call(edge, 'POST', '/v1/pairing/sessions', { token, body: { hubId } });
+    const nextId = (next.body as { session: { sessionId: string } }).session.sessionId;
+    const rejoined = await until('the undecided candidates', async () => {
+      const answer = await call(edge, 'GET', `/v1/pairing/sessions/${nextId}`, { token });
+      const list = (answer.body as { session: { candidates: Candidate[] } }).session.candidates;
+      return list.length === 2 ? list : undefined;
+    });
+    expect(rejoined.map((c) => c.ieeeAddr)).not.to.include(other.ieeeAddr);
+    expect(rejoined.map((c) => c.ieeeAddr)).not.to.include(plug.ieeeAddr);
+  });
+});

@@ -1,0 +1,138 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import { pairingDecider, pairingStreamName, type PairingEvent } from '../../src/domain/pairing/index.js';
+import { handleCommand } from '../../src/eventstore/handle-command.js';
+import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { createLogger } from '../../src/infra/logger.js';
+import { catchUpProjector } from '../../src/projections/catch-up.js';
+import { pairingProjector } from '../../src/projections/pairing/projector.js';
+import { pairingDeadlinesJob } from '../../src/scheduler/pairing-deadlines.js';
+import { runScheduler } from '../../src/scheduler/scheduler.js';
+import type { ScheduledJob } from '../../src/scheduler/job.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+const logger = createLogger('silent');
+
+describe('scheduler', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+
+  before(async () => {
+    db = await freshDatabase();
+    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+  });
+  after(async () => {
+    await store.close();
+    await db.drop();
+  });
+
+  /** A window opened at `openedAt` with deadline `closesAt`, recorded as the API would have. */
+  async function windowOn(hubId: string, sessionId: string, openedAt: Date, closesAt: Date): Promise<void> {
+    await handleCommand(store, pairingStreamName(hubId), pairingDecider, {
+      type: 'OpenWindow',
+      sessionId,
+      hubId,
+      projectId: 'prj_test',
+      at: openedAt.toISOString(),
+      closesAt: closesAt.toISOString(),
+    });
+  }
+
+  async function closeOf(hubId: string, within: number): Promise<PairingEvent | undefined> {
+    const deadline = Date.now() + within;
+    for (;;) {
+      const events = await store.readStream(pairingStreamName(hubId));
+      const closed = events.find((e) => e.type === 'PairingWindowClosed');
+      if (closed || Date.now() > deadline)
+        return closed && ({ type: closed.type, data: closed.data } as PairingEvent);
+      await sleep(50);
+    }
+  }
+
+  /** A scheduler running only the pairing-deadlines job; the returned function stops it. */
+  function deadlineScheduler(): () => Promise<void> {
+    const stop = new AbortController();
+    const running = runScheduler({
+      pool: db.pool,
+      jobs: [pairingDeadlinesJob({ store, pool: db.pool, logger })],
+      logger,
+      signal: stop.signal,
+    });
+    return async () => {
+      stop.abort();
+      await running;
+    };
+  }
+
+  it('closes, as soon as it starts, a window whose deadline passed while no scheduler ran', async () => {
+    const closesAt = new Date(Date.now() - 60_000);
+    await windowOn('dev_hub_down', 'ps_down', new Date(closesAt.getTime() - 120_000), closesAt);
+    await catchUpProjector(db.pool, store, pairingProjector());
+    const stop = deadlineScheduler();
+    try {
+      const closed = await closeOf('dev_hub_down', 3000);
+      expect(closed?.data).to.deep.include({
+        sessionId: 'ps_down',
+        reason: 'deadline',
+        closedAt: closesAt.toISOString(),
+      });
+    } finally {
+      await stop();
+    }
+  });
+
+  it('closes an open window on time, by its own timer rather than the next sweep', async () => {
+    const closesAt = new Date(Date.now() + 1500);
+    await windowOn('dev_hub_timer', 'ps_timer', new Date(), closesAt);
+    await catchUpProjector(db.pool, store, pairingProjector());
+    const stop = deadlineScheduler();
+    try {
+      const closed = await closeOf('dev_hub_timer', 4000);
+      expect(closed?.data).to.deep.include({ sessionId: 'ps_timer', reason: 'deadline' });
+      const recorded = (await store.readStream(pairingStreamName('dev_hub_timer')))
+        .at(-1)!
+        .recordedAt.getTime();
+      expect(recorded - closesAt.getTime()).to.be.within(0, 1000);
+    } finally {
+      await stop();
+    }
+  });
+
+  it('runs jobs in one instance only; a standby takes over when the active one stops', async () => {
+    const runs: string[] = [];
+    const job = (instance: string): ScheduledJob => ({
+      name: 'probe',
+      schedule: '* * * * * *',
+      atStart: true,
+      run: async () => {
+        runs.push(instance);
+      },
+    });
+    const stopA = new AbortController();
+    const stopB = new AbortController();
+    const a = runScheduler({
+      pool: db.pool,
+      jobs: [job('a')],
+      logger,
+      signal: stopA.signal,
+      standbyRetryMs: 200,
+    });
+    await sleep(300);
+    const b = runScheduler({
+      pool: db.pool,
+      jobs: [job('b')],
+      logger,
+      signal: stopB.signal,
+      standbyRetryMs: 200,
+    });
+    await sleep(2200);
+    expect(runs.filter((r) => r === 'b')).to.deep.equal([]);
+    expect(runs.filter((r) => r === 'a').length).to.be.at.least(2);
+    stopA.abort();
+    await a;
+    await sleep(1500);
+    stopB.abort();
+    await b;
+    expect(runs.filter((r) => r === 'b').length).to.be.at.least(1);
+  });
+});

@@ -1,0 +1,97 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { loadConfig, type Config } from '../../src/config.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { createLogger } from '../../src/infra/logger.js';
+import { catchUpProjector } from '../../src/projections/catch-up.js';
+import { allProjectors } from '../../src/runtime/projectors.js';
+import { startService, type RunningService } from '../../src/runtime/service.js';
+import type { TestApi } from './api-harness.js';
+import { freshDatabase, type TestDatabase } from './database.js';
+
+const run = promisify(execFile);
+const CLI = path.resolve('bin/devcloud.js');
+
+/**
+ * The whole service (api, ingress, projector, scheduler) in this process, over a fresh database, with a
+ * real mTLS broker on a free port and its edge CA in a temporary DATA_DIR. It has the TestApi shape, so
+ * createTenant and call() work on it.
+ */
+export interface EdgeService extends TestApi {
+  readonly service: RunningService;
+  readonly mqttPort: number;
+  readonly dataDir: string;
+  /** The environment a `devcloud` child process needs to reach this service's database and CA. */
+  readonly env: Record<string, string>;
+  /** Runs `devcloud <args> --json` as a child process; resolves with its parsed stdout line. */
+  cli(...args: string[]): Promise<Record<string, unknown>>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startEdgeService(
+  options: { roles?: Config['ROLES']; db?: TestDatabase } = {},
+): Promise<EdgeService> {
+  const db = options.db ?? (await freshDatabase());
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-edge-'));
+  const mqttPort = await freePort();
+  const env = {
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    MQTT_PORT: String(mqttPort),
+    MQTT_HOST: '127.0.0.1',
+    MQTT_PUBLIC_URL: `mqtts://127.0.0.1:${mqttPort}`,
+  };
+  const config = loadConfig({
+    ...env,
+    LOG_LEVEL: 'silent',
+    HTTP_PORT: '0',
+    HTTP_HOST: '127.0.0.1',
+    RATE_LIMIT_PER_SECOND: '100000',
+    RATE_LIMIT_BURST: '100000',
+  });
+  const service = await startService(
+    config,
+    createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
+    options.roles,
+  );
+  const store = service.store as PostgresEventStore;
+  return {
+    baseUrl: `http://127.0.0.1:${service.httpPort}`,
+    db,
+    store,
+    config,
+    service,
+    mqttPort,
+    dataDir,
+    env,
+    async catchUp() {
+      for (const p of allProjectors()) await catchUpProjector(db.pool, store, p);
+    },
+    async cli(...args) {
+      const { stdout } = await run(process.execPath, [CLI, ...args, '--json'], {
+        env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
+        timeout: 30_000,
+      });
+      return JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
+    },
+    async close() {
+      await service.stop();
+      await db.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
