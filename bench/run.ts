@@ -3,9 +3,13 @@
  * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
  */
 import { eventStoreBenchmarks } from './eventstore.bench.js';
+import { ingestBenchmarks } from './ingest.bench.js';
+import { telemetryBenchmarks } from './telemetry.bench.js';
 
 const groups: Record<string, () => Promise<void>> = {
   eventstore: eventStoreBenchmarks,
+  telemetry: telemetryBenchmarks,
+  ingest: ingestBenchmarks,
 };
 
 const only = process.env.BENCH_ONLY?.split(',');
