@@ -36,6 +36,8 @@ export interface IngressDependencies {
   readonly store: EventStore;
   /** Default: the readings ingestor (grouped appends, deterministic event ids). */
   readonly readings?: ReadingsPort & { close?(): Promise<void> };
+  /** The server clock stamped on readings (receivedAt); tests run it fast to cross days. */
+  readonly now?: () => number;
 }
 
 /** The ingress role: the mTLS broker over the edge CA, what uplinks record, and the downlink dispatcher. */
@@ -54,6 +56,7 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
       metrics,
       batchWindowMs: config.READINGS_BATCH_WINDOW_MS,
       maxBatchMessages: config.READINGS_BATCH_MAX_MESSAGES,
+      now: deps.now,
     });
 
   const uplink = uplinkDispatch({

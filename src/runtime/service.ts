@@ -30,6 +30,7 @@ export async function startService(
   config: Config,
   logger: Logger,
   roles: readonly Role[] = config.ROLES,
+  options: { now?: () => number } = {},
 ): Promise<RunningService> {
   const database = await openDatabase(config, logger);
   const store = await openEventStore({
@@ -67,7 +68,7 @@ export async function startService(
 
   let ingress: RunningIngress | undefined;
   if (roles.includes('ingress')) {
-    ingress = await startIngress({ config, logger, metrics, pool: database.pool, store });
+    ingress = await startIngress({ config, logger, metrics, pool: database.pool, store, now: options.now });
   }
 
   if (roles.includes('api')) {

@@ -43,7 +43,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startEdgeService(
-  options: { roles?: Config['ROLES']; db?: TestDatabase } = {},
+  options: { roles?: Config['ROLES']; db?: TestDatabase; now?: () => number } = {},
 ): Promise<EdgeService> {
   const db = options.db ?? (await freshDatabase());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-edge-'));
@@ -67,6 +67,7 @@ export async function startEdgeService(
     config,
     createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     options.roles,
+    { now: options.now },
   );
   const store = service.store as PostgresEventStore;
   return {

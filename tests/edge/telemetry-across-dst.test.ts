@@ -1,0 +1,182 @@
+import { once } from 'node:events';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import { readAgentFiles } from '../../src/agents/agent-files.js';
+import { EdgeSim } from '../../src/edge-sim/index.js';
+import { startEdgeService, type EdgeService } from '../support/edge-service.js';
+import { call, siteOf } from '../support/registry.js';
+import { createTenant } from '../support/tenants.js';
+
+/**
+ * The whole edge path under a fast clock: the simulator and the service's ingest share one clock that runs
+ * an hour per real second from the evening before Europe/Berlin's 23-hour day (2026-03-29, clocks go
+ * 02:00 -> 03:00), so an adopted inverter's daily counter crosses two local midnights and the DST jump in
+ * about half a minute, and its readings reach the telemetry endpoint through MQTT, ingest and projectors.
+ */
+const SPEED = 3600;
+const T0 = Date.parse('2026-03-28T21:30:00.000Z'); // 22:30 in Berlin (CET, UTC+1)
+const END = Date.parse('2026-03-29T23:30:00.000Z'); // 01:30 on the 30th in Berlin (CEST, UTC+2)
+
+interface Point {
+  capability_key: string;
+  bucket: string;
+  value: number;
+  samples: number;
+}
+interface Telemetry {
+  aggregation: string;
+  points: Point[];
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+describe('edge path end to end: a daily counter across local midnights and a DST change', function () {
+  this.timeout(120_000);
+  let edge: EdgeService;
+  let sim: EdgeSim | undefined;
+  let runningSince: number | undefined;
+  // Frozen at T0 until the inverter is adopted, then an hour per second, and frozen again at END.
+  const clock = () =>
+    runningSince === undefined ? T0 : Math.min(END, T0 + (Date.now() - runningSince) * SPEED);
+
+  before(async () => {
+    edge = await startEdgeService({ now: clock });
+  });
+  after(async () => {
+    await sim?.stop(1000);
+    await edge.close();
+  });
+
+  it('stores the readings in buckets of local days (23 hours on the DST day) and never averages the counter', async () => {
+    const tenant = await createTenant(edge, ['devices:read', 'devices:write', 'telemetry:read']);
+    const token = await tenant.token();
+    const siteId = await siteOf(edge, tenant.projectId, 'Roof', 'Europe/Berlin');
+    const dir = path.join(edge.dataDir, 'agent');
+    const { hubId } = await edge.cli(
+      'agent',
+      'create',
+      '--project',
+      tenant.projectId,
+      '--site',
+      siteId,
+      '--out',
+      dir,
+    );
+    await edge.catchUp();
+
+    sim = new EdgeSim({
+      files: await readAgentFiles(dir),
+      devices: 13,
+      rate: 0.02, // readings per simulated second per device: one every 50 simulated seconds
+      seed: 7,
+      now: clock,
+      dropRate: 0,
+      backoff: { initialMs: 100, maxMs: 1000 },
+    });
+    const online = once(sim, 'connected');
+    sim.start();
+    await online;
+
+    const opened = await call(edge, 'POST', '/v1/pairing/sessions', { token, body: { hubId } });
+    const { sessionId } = (opened.body as { session: { sessionId: string } }).session;
+    const inverter = sim.fleet().find((d) => d.capabilities.includes('energy.produced_today'))!;
+    await until('the inverter as a candidate', async () => {
+      const answer = await call(edge, 'GET', `/v1/pairing/sessions/${sessionId}`, { token });
+      const list = (answer.body as { session: { candidates: { ieeeAddr: string }[] } }).session.candidates;
+      return list.some((c) => c.ieeeAddr === inverter.ieeeAddr) ? true : undefined;
+    });
+    const told = once(sim, 'adopted');
+    const adopted = await call(edge, 'POST', `/v1/pairing/sessions/${sessionId}/adopt`, {
+      token,
+      body: { ieeeAddr: inverter.ieeeAddr },
+    });
+    expect(adopted.status).to.equal(201);
+    const deviceId = (adopted.body as { device: { id: string } }).device.id;
+    await told;
+
+    runningSince = Date.now();
+    await until(
+      'the simulated clock to reach the end',
+      async () => (clock() >= END ? true : undefined),
+      60_000,
+    );
+    await sleep(1500); // the last acknowledged readings reach the projectors
+
+    const telemetry = async (query: string): Promise<Telemetry> => {
+      const answer = await call(edge, 'GET', `/v1/devices/${deviceId}/telemetry?${query}`, { token });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      return answer.body as Telemetry;
+    };
+    const window = 'capabilities=energy.produced_today&from=2026-03-27T00:00:00Z&to=2026-04-01T00:00:00Z';
+
+    // Local days: midnight CET on the 28th and 29th, midnight CEST on the 30th — the 29th lasts 23 hours.
+    const days = await until('the last local day to be projected', async () => {
+      const answer = await telemetry(`${window}&resolution=1d&aggregation=max`);
+      return answer.points.length === 3 ? answer : undefined;
+    });
+    expect(days.points.map((p) => p.bucket)).to.deep.equal([
+      '2026-03-27T23:00:00.000Z',
+      '2026-03-28T23:00:00.000Z',
+      '2026-03-29T22:00:00.000Z',
+    ]);
+    expect(days.aggregation).to.equal('max');
+    expect(days.points.every((p) => p.samples > 0)).to.equal(true);
+
+    // Asked for an average, the server keeps the counter's max and says so.
+    const asked = await telemetry(`${window}&resolution=1d&aggregation=avg`);
+    expect(asked.aggregation).to.equal('max');
+    expect(asked.points.map((p) => p.value)).to.deep.equal(days.points.map((p) => p.value));
+
+    // Counters are served as max or last only: a minimum is answered with the max, and said so.
+    const minima = await telemetry(`${window}&resolution=1d&aggregation=min`);
+    expect(minima.aggregation).to.equal('max');
+
+    // The counter reset at each local midnight — 23:00Z before the jump, 22:00Z after it — so the first raw
+    // reading of each local day is near zero, and a full (23-hour) day beats the hour and a half around it.
+    for (const midnight of ['2026-03-28T23:00:00Z', '2026-03-29T22:00:00Z']) {
+      const to = new Date(Date.parse(midnight) + 3_600_000).toISOString();
+      const raw = await telemetry(
+        `capabilities=energy.produced_today&resolution=raw&from=${midnight}&to=${to}`,
+      );
+      expect(raw.points.length, `readings after ${midnight}`).to.be.greaterThan(0);
+      expect(raw.points[0]!.value, `first reading after ${midnight}`).to.be.lessThan(0.5);
+    }
+    const [evening, dstDay, nextDay] = days.points;
+    expect(dstDay!.value).to.be.greaterThan(evening!.value * 10);
+    expect(dstDay!.value).to.be.greaterThan(nextDay!.value * 10);
+
+    // Reset-aware consumption per day never counts a reset as negative production.
+    const increase = await telemetry(`${window}&resolution=1d&aggregation=increase`);
+    expect(increase.aggregation).to.equal('increase');
+    for (const [i, point] of increase.points.entries()) {
+      expect(point.value).to.be.at.least(0);
+      expect(point.value).to.be.at.most(days.points[i]!.value + 1e-9);
+    }
+
+    // Hours stay UTC-aligned through the DST jump and hold exactly the same readings as the days.
+    const hours = await telemetry(`${window}&resolution=1h&aggregation=max`);
+    const starts = hours.points.map((p) => Date.parse(p.bucket));
+    expect(starts.every((t, i) => i === 0 || t - starts[i - 1]! === 3_600_000)).to.equal(true);
+    expect(hours.points.map((p) => p.bucket)).to.include.members([
+      '2026-03-29T00:00:00.000Z',
+      '2026-03-29T01:00:00.000Z',
+    ]);
+    const total = (points: Point[]) => points.reduce((n, p) => n + p.samples, 0);
+    expect(total(hours.points)).to.equal(total(days.points));
+
+    const state = await call(edge, 'GET', `/v1/devices/${deviceId}/state`, { token });
+    const produced = (state.body as { state: { capability: string; unit: string }[] }).state.find(
+      (s) => s.capability === 'energy.produced_today',
+    );
+    expect(produced?.unit).to.equal('kWh');
+  });
+});
