@@ -1,28 +1,15 @@
 import { once } from 'node:events';
-import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
-import { readAgentFiles } from '../../src/agents/agent-files.js';
 import { findCapability } from '../../src/domain/catalogue/index.js';
 import { EdgeSim } from '../../src/edge-sim/index.js';
+import { connectedAgent, until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
-import { call, siteOf } from '../support/registry.js';
-import { createTenant } from '../support/tenants.js';
+import { call } from '../support/registry.js';
 
 interface Candidate {
   ieeeAddr: string;
   state: string;
   capabilities: string[];
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 describe('edge path end to end: agent create -> edge-sim -> pairing -> readings in the state endpoint', () => {
@@ -38,32 +25,12 @@ describe('edge path end to end: agent create -> edge-sim -> pairing -> readings 
   });
 
   it('adopts one candidate and rejects another; the adopted device reports through its public id', async () => {
-    const tenant = await createTenant(edge, ['devices:read', 'devices:write', 'telemetry:read']);
-    const token = await tenant.token();
-    const siteId = await siteOf(edge, tenant.projectId, 'Lab', 'Europe/Paris');
-    const dir = path.join(edge.dataDir, 'agent');
-    const { hubId } = await edge.cli(
-      'agent',
-      'create',
-      '--project',
-      tenant.projectId,
-      '--site',
-      siteId,
-      '--out',
-      dir,
-    );
-    await edge.catchUp();
-
-    sim = new EdgeSim({
-      files: await readAgentFiles(dir),
-      devices: 4,
-      rate: 6,
-      seed: 42,
-      backoff: { initialMs: 100, maxMs: 1000 },
+    const agent = await connectedAgent(edge, {
+      timezone: 'Europe/Paris',
+      sim: { devices: 4, rate: 6, seed: 42, backoff: { initialMs: 100, maxMs: 1000 } },
     });
-    const online = once(sim, 'connected');
-    sim.start();
-    await online;
+    const { token, hubId, sim: connected } = agent;
+    sim = connected;
 
     const opened = await call(edge, 'POST', '/v1/pairing/sessions', { token, body: { hubId } });
     expect(opened.status).to.equal(201);

@@ -1,12 +1,10 @@
 import { once } from 'node:events';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
-import { readAgentFiles } from '../../src/agents/agent-files.js';
 import { EdgeSim } from '../../src/edge-sim/index.js';
+import { connectedAgent, until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
-import { call, siteOf } from '../support/registry.js';
-import { createTenant } from '../support/tenants.js';
+import { call } from '../support/registry.js';
 
 /**
  * The whole edge path under a fast clock: the simulator and the service's ingest share one clock that runs
@@ -29,16 +27,6 @@ interface Telemetry {
   points: Point[];
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
-
 describe('edge path end to end: a daily counter across local midnights and a DST change', function () {
   this.timeout(120_000);
   let edge: EdgeService;
@@ -57,34 +45,19 @@ describe('edge path end to end: a daily counter across local midnights and a DST
   });
 
   it('stores the readings in buckets of local days (23 hours on the DST day) and never averages the counter', async () => {
-    const tenant = await createTenant(edge, ['devices:read', 'devices:write', 'telemetry:read']);
-    const token = await tenant.token();
-    const siteId = await siteOf(edge, tenant.projectId, 'Roof', 'Europe/Berlin');
-    const dir = path.join(edge.dataDir, 'agent');
-    const { hubId } = await edge.cli(
-      'agent',
-      'create',
-      '--project',
-      tenant.projectId,
-      '--site',
-      siteId,
-      '--out',
-      dir,
-    );
-    await edge.catchUp();
-
-    sim = new EdgeSim({
-      files: await readAgentFiles(dir),
-      devices: 13,
-      rate: 0.02, // readings per simulated second per device: one every 50 simulated seconds
-      seed: 7,
-      now: clock,
-      dropRate: 0,
-      backoff: { initialMs: 100, maxMs: 1000 },
+    const agent = await connectedAgent(edge, {
+      timezone: 'Europe/Berlin',
+      sim: {
+        devices: 13,
+        rate: 0.02, // readings per simulated second per device: one every 50 simulated seconds
+        seed: 7,
+        now: clock,
+        dropRate: 0,
+        backoff: { initialMs: 100, maxMs: 1000 },
+      },
     });
-    const online = once(sim, 'connected');
-    sim.start();
-    await online;
+    const { token, hubId, sim: connected } = agent;
+    sim = connected;
 
     const opened = await call(edge, 'POST', '/v1/pairing/sessions', { token, body: { hubId } });
     const { sessionId } = (opened.body as { session: { sessionId: string } }).session;

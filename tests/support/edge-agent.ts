@@ -1,0 +1,49 @@
+import { once } from 'node:events';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { readAgentFiles } from '../../src/agents/agent-files.js';
+import { EdgeSim, type EdgeSimOptions } from '../../src/edge-sim/index.js';
+import type { EdgeService } from './edge-service.js';
+import { siteOf } from './registry.js';
+import { createTenant } from './tenants.js';
+
+/** Polls `probe` until it returns a value, or fails naming what it waited for. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/**
+ * A tenant with a site, an edge agent registered by the real CLI (`devcloud agent create`), and the reference
+ * edge agent connected with the files it wrote.
+ */
+export async function connectedAgent(
+  edge: EdgeService,
+  options: { timezone: string; sim: Omit<EdgeSimOptions, 'files'> },
+): Promise<{ token: string; hubId: string; sim: EdgeSim }> {
+  const tenant = await createTenant(edge, ['devices:read', 'devices:write', 'telemetry:read']);
+  const token = await tenant.token();
+  const siteId = await siteOf(edge, tenant.projectId, 'Site', options.timezone);
+  const dir = path.join(edge.dataDir, 'agent');
+  const { hubId } = await edge.cli(
+    'agent',
+    'create',
+    '--project',
+    tenant.projectId,
+    '--site',
+    siteId,
+    '--out',
+    dir,
+  );
+  await edge.catchUp();
+  const sim = new EdgeSim({ ...options.sim, files: await readAgentFiles(dir) });
+  const online = once(sim, 'connected');
+  sim.start();
+  await online;
+  return { token, hubId: hubId as string, sim };
+}
