@@ -6,18 +6,17 @@ import { agentFilesFor, writeAgentFiles } from '../src/agents/agent-files.js';
 import { registerAgent } from '../src/agents/register.js';
 import { loadConfig } from '../src/config.js';
 import { Worker } from 'node:worker_threads';
-import { buildFleet, type AckedMessage } from '../src/edge-sim/index.js';
+import type { AckedMessage } from '../src/edge-sim/index.js';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import { createProject } from '../src/identity/projects.js';
 import { createLogger } from '../src/infra/logger.js';
 import type { Pool } from '../src/infra/postgres/pool.js';
 import { loadOrCreateAuthority } from '../src/ingress/pki/authority.js';
-import { adoptCandidate, joinCandidate } from '../src/pairing/candidates.js';
-import { openPairingWindow } from '../src/pairing/windows.js';
 import { catchUpProjector } from '../src/projections/catch-up.js';
 import { createSite } from '../src/registry/sites.js';
 import { allProjectors } from '../src/runtime/projectors.js';
 import { startService } from '../src/runtime/service.js';
+import { adoptSimulatedFleet } from '../tests/support/edge-agent.js';
 import { freePort } from '../tests/support/edge-service.js';
 import { benchDatabase, machine, report } from './support.js';
 
@@ -152,23 +151,14 @@ async function provision(store: PostgresEventStore, dataDir: string, port: numbe
   return Promise.all(
     Array.from({ length: AGENTS }, async (_, i) => {
       const agent = await registerAgent(store, authority, { projectId, siteId });
-      const now = new Date();
-      const { sessionId } = await openPairingWindow(store, {
+      await adoptSimulatedFleet(store, {
         projectId,
         hubId: agent.hubId,
-        now,
+        seed: i + 1,
+        devices: DEVICES,
+        now: new Date(),
         durationSeconds: 600,
       });
-      for (const device of buildFleet(i + 1, DEVICES)) {
-        const candidate = { hubId: agent.hubId, sessionId, ieeeAddr: device.ieeeAddr, now };
-        await joinCandidate(store, {
-          ...candidate,
-          manufacturer: device.profile.manufacturer,
-          productModel: device.profile.model,
-          capabilities: device.profile.capabilities,
-        });
-        await adoptCandidate(store, candidate);
-      }
       const files = agentFilesFor(agent, authority.certificatePem, `mqtts://127.0.0.1:${port}`);
       await writeAgentFiles(path.join(dataDir, `agent-${i}`), files);
       return files;

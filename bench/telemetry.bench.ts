@@ -14,6 +14,7 @@ import { telemetryProjector } from '../src/projections/telemetry/projector.js';
 import { registerDevice } from '../src/registry/devices.js';
 import { createSite } from '../src/registry/sites.js';
 import { allProjectors } from '../src/runtime/projectors.js';
+import { requestToken } from '../tests/support/tenants.js';
 import { benchDatabase, machine, rate, report } from './support.js';
 
 /**
@@ -75,7 +76,7 @@ export async function telemetryBenchmarks(): Promise<void> {
     });
     const address = server.address();
     const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-    const token = await accessToken(baseUrl, client.clientId, client.clientSecret);
+    const token = await requestToken(baseUrl, client, 'post', undefined);
 
     const figures = [
       { figure: 'telemetry.query.1d_at_1m', resolution: '1m', windowDays: 1 },
@@ -157,21 +158,6 @@ async function seed(
     await store.appendBatch(entries);
   }
   return times.length;
-}
-
-async function accessToken(baseUrl: string, clientId: string, clientSecret: string): Promise<string> {
-  const response = await fetch(`${baseUrl}/v1/oauth/token`, {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({
-      grant_type: 'client_credentials',
-      client_id: clientId,
-      client_secret: clientSecret,
-    }),
-  });
-  const body = (await response.json()) as { access_token?: string };
-  if (!body.access_token) throw new Error(`token request failed: HTTP ${response.status}`);
-  return body.access_token;
 }
 
 function percentile(sorted: readonly number[], p: number): number {

@@ -7,16 +7,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { agentFilesFor, readAgentFiles, writeAgentFiles } from '../../src/agents/agent-files.js';
 import { registerAgent } from '../../src/agents/register.js';
-import { buildFleet, EdgeSim, type AckedMessage } from '../../src/edge-sim/index.js';
+import { EdgeSim, type AckedMessage } from '../../src/edge-sim/index.js';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createProject } from '../../src/identity/projects.js';
 import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
-import { adoptCandidate, joinCandidate } from '../../src/pairing/candidates.js';
-import { openPairingWindow } from '../../src/pairing/windows.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { createSite } from '../../src/registry/sites.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { adoptSimulatedFleet } from '../support/edge-agent.js';
 import { freePort } from '../support/edge-service.js';
 
 const KILLS = 20;
@@ -57,17 +56,7 @@ describe('crash test: SIGKILL the service while readings flow', function () {
     await writeAgentFiles(dir, agentFilesFor(agent, authority.certificatePem, `mqtts://127.0.0.1:${port}`));
     // The simulated devices are adopted beforehand; the agent learns their ids when it reports online.
     const now = new Date();
-    const { sessionId } = await openPairingWindow(store, { projectId, hubId: agent.hubId, now });
-    for (const device of buildFleet(SEED, DEVICES)) {
-      const candidate = { hubId: agent.hubId, sessionId, ieeeAddr: device.ieeeAddr, now };
-      await joinCandidate(store, {
-        ...candidate,
-        manufacturer: device.profile.manufacturer,
-        productModel: device.profile.model,
-        capabilities: device.profile.capabilities,
-      });
-      await adoptCandidate(store, candidate);
-    }
+    await adoptSimulatedFleet(store, { projectId, hubId: agent.hubId, seed: SEED, devices: DEVICES, now });
     for (const projector of allProjectors()) await catchUpProjector(db.pool, store, projector);
 
     const env = {

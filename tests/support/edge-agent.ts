@@ -2,7 +2,10 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readAgentFiles } from '../../src/agents/agent-files.js';
-import { EdgeSim, type EdgeSimOptions } from '../../src/edge-sim/index.js';
+import { buildFleet, EdgeSim, type EdgeSimOptions } from '../../src/edge-sim/index.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import { adoptCandidate, joinCandidate } from '../../src/pairing/candidates.js';
+import { openPairingWindow } from '../../src/pairing/windows.js';
 import type { EdgeService } from './edge-service.js';
 import { siteOf } from './registry.js';
 import { createTenant } from './tenants.js';
@@ -46,4 +49,38 @@ export async function connectedAgent(
   sim.start();
   await online;
   return { token, hubId: hubId as string, sim };
+}
+
+/**
+ * Adopts the simulator's whole fleet for `seed` through the hub's pairing stream (the same services the API
+ * uses), so readings can flow from the first second; the agent learns the public ids when it reports online.
+ */
+export async function adoptSimulatedFleet(
+  store: EventStore,
+  options: {
+    projectId: string;
+    hubId: string;
+    seed: number;
+    devices: number;
+    now: Date;
+    durationSeconds?: number;
+  },
+): Promise<void> {
+  const { projectId, hubId, now } = options;
+  const { sessionId } = await openPairingWindow(store, {
+    projectId,
+    hubId,
+    now,
+    durationSeconds: options.durationSeconds,
+  });
+  for (const device of buildFleet(options.seed, options.devices)) {
+    const candidate = { hubId, sessionId, ieeeAddr: device.ieeeAddr, now };
+    await joinCandidate(store, {
+      ...candidate,
+      manufacturer: device.profile.manufacturer,
+      productModel: device.profile.model,
+      capabilities: device.profile.capabilities,
+    });
+    await adoptCandidate(store, candidate);
+  }
 }

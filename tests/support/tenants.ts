@@ -30,7 +30,7 @@ export async function createTenant(
   return {
     projectId,
     ...credentials,
-    token: (narrowed) => requestToken(api, credentials, client.authMethod, narrowed),
+    token: (narrowed) => requestToken(api.baseUrl, credentials, client.authMethod, narrowed),
   };
 }
 
@@ -44,8 +44,9 @@ export function basicAuthorization(clientId: string, clientSecret: string): stri
   return `Basic ${Buffer.from(`${encode(clientId)}:${encode(clientSecret)}`).toString('base64')}`;
 }
 
-async function requestToken(
-  api: TestApi,
+/** An access token from POST /v1/oauth/token, with the credentials sent the way the client must send them. */
+export async function requestToken(
+  baseUrl: string,
   credentials: { clientId: string; clientSecret: string },
   method: ClientAuthMethod,
   scopes: string[] | undefined,
@@ -59,7 +60,7 @@ async function requestToken(
     form.set('client_id', credentials.clientId);
     form.set('client_secret', credentials.clientSecret);
   }
-  const response = await fetch(`${api.baseUrl}/v1/oauth/token`, {
+  const response = await fetch(`${baseUrl}/v1/oauth/token`, {
     method: 'POST',
     headers,
     body: form,
