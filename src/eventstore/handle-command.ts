@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Decider } from '../domain/decider.js';
-import { WrongExpectedRevisionError, type AppendResult, type EventStore, type NewEvent } from './port.js';
+import {
+  WrongExpectedRevisionError,
+  type AppendResult,
+  type EventStore,
+  type NewEvent,
+  type StreamAppend,
+} from './port.js';
 
 export interface TypedEvent {
   readonly type: string;
@@ -14,6 +20,22 @@ export interface HandleResult<Event, State> {
   readonly appended: AppendResult | undefined;
 }
 
+interface HandleOptions<Event> {
+  metadata?: Record<string, unknown>;
+  eventIds?: (event: Event, index: number) => string;
+  maxAttempts?: number;
+}
+
+/**
+ * What a decision on one stream records: its own events, appends to other streams that must land with them
+ * (one transaction on PostgreSQL), and whatever the caller wants back.
+ */
+export interface Decision<Event, Result> {
+  readonly events: readonly Event[];
+  readonly alongside?: readonly StreamAppend[];
+  readonly result: Result;
+}
+
 /**
  * Reads the stream, folds it, decides, and appends at exactly the revision it read, so a concurrent writer
  * to the same stream forces a re-read and a fresh decision instead of being overtaken. Domain refusals
@@ -24,32 +46,61 @@ export async function handleCommand<Command, Event extends TypedEvent, State>(
   streamName: string,
   decider: Decider<Command, Event, State>,
   command: Command,
-  options: {
-    metadata?: Record<string, unknown>;
-    eventIds?: (event: Event, index: number) => string;
-    maxAttempts?: number;
-  } = {},
+  options: HandleOptions<Event> = {},
 ): Promise<HandleResult<Event, State>> {
+  const outcome = await decideOnStream(
+    store,
+    streamName,
+    decider,
+    (state) => {
+      const events = decider.decide(command, state);
+      return { events, result: events };
+    },
+    options,
+  );
+  return { events: outcome.result, state: outcome.state, appended: outcome.appended[0] };
+}
+
+/**
+ * The same optimistic loop for a decision that is not a plain decider command, or that also writes other
+ * streams: `decide` runs again on a fresh read whenever the stream moved in between.
+ */
+export async function decideOnStream<Event extends TypedEvent, State, Result>(
+  store: EventStore,
+  streamName: string,
+  folding: Pick<Decider<unknown, Event, State>, 'initialState' | 'evolve'>,
+  decide: (state: State) => Decision<Event, Result>,
+  options: HandleOptions<Event> = {},
+): Promise<{ result: Result; state: State; appended: AppendResult[] }> {
   const maxAttempts = options.maxAttempts ?? 5;
   for (let attempt = 1; ; attempt++) {
     const recorded = await store.readStream(streamName);
-    let state = decider.initialState();
-    for (const e of recorded) state = decider.evolve(state, { type: e.type, data: e.data } as Event);
-    const events = decider.decide(command, state);
-    if (events.length === 0) return { events, state, appended: undefined };
-    const toAppend: NewEvent[] = events.map((event, i) => ({
+    let state = folding.initialState();
+    for (const e of recorded) state = folding.evolve(state, { type: e.type, data: e.data } as Event);
+    const decision = decide(state);
+    const alongside = decision.alongside ?? [];
+    if (decision.events.length === 0 && alongside.length === 0) {
+      return { result: decision.result, state, appended: [] };
+    }
+    const own: NewEvent[] = decision.events.map((event, i) => ({
       id: options.eventIds?.(event, i) ?? randomUUID(),
       type: event.type,
       data: event.data,
       metadata: options.metadata,
     }));
+    const expectedRevision = recorded.length === 0 ? 'no_stream' : recorded.at(-1)!.revision;
     try {
-      const expected = recorded.length === 0 ? 'no_stream' : recorded.at(-1)!.revision;
-      const appended = await store.append(streamName, toAppend, expected);
-      for (const event of events) state = decider.evolve(state, event);
-      return { events, state, appended };
+      const appended = await store.appendMany([{ streamName, events: own, expectedRevision }, ...alongside]);
+      for (const event of decision.events) state = folding.evolve(state, event);
+      return { result: decision.result, state, appended };
     } catch (error) {
-      if (error instanceof WrongExpectedRevisionError && attempt < maxAttempts) continue;
+      if (
+        error instanceof WrongExpectedRevisionError &&
+        error.streamName === streamName &&
+        attempt < maxAttempts
+      ) {
+        continue;
+      }
       throw error;
     }
   }

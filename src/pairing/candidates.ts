@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { fold } from '../domain/decider.js';
 import { NotFound } from '../domain/errors.js';
 import {
   decideAdoption,
@@ -8,17 +7,15 @@ import {
   pairingStreamName,
   type JoinCandidate,
   type JoinOutcome,
-  type PairingEvent,
 } from '../domain/pairing/index.js';
 import { deviceStreamName, type DeviceEvent } from '../domain/devices/index.js';
-import { handleCommand } from '../eventstore/handle-command.js';
-import { WrongExpectedRevisionError, type EventStore, type NewEvent } from '../eventstore/port.js';
+import { decideOnStream, handleCommand } from '../eventstore/handle-command.js';
+import type { EventStore, NewEvent } from '../eventstore/port.js';
 import { newDevicePublicId } from '../registry/ids.js';
 import { loadHub } from './hub.js';
 
 type Metadata = Record<string, unknown>;
 type RegisteredDevice = Extract<DeviceEvent, { type: 'DeviceRegistered' }>['data'];
-const MAX_ATTEMPTS = 5;
 
 /** Records a device that joined the hub's open window, unless the hub's pairing rules ignore the join. */
 export async function joinCandidate(
@@ -47,52 +44,40 @@ export async function adoptCandidate(
 ): Promise<{ device: RegisteredDevice; writeBlocked: readonly string[]; position: string }> {
   const hub = await loadHub(store, input.hubId);
   if (!hub) throw new NotFound('pairing session');
-  const streamName = pairingStreamName(input.hubId);
-  for (let attempt = 1; ; attempt++) {
-    const recorded = await store.readStream(streamName);
-    const state = fold(
-      pairingDecider,
-      recorded.map((e) => ({ type: e.type, data: e.data }) as PairingEvent),
-    );
-    const deviceId = newDevicePublicId();
-    const decision = decideAdoption(
-      state,
-      {
-        type: 'AdoptCandidate',
-        sessionId: input.sessionId,
-        ieeeAddr: input.ieeeAddr,
-        deviceId,
-        at: input.now.toISOString(),
-      },
-      hub,
-    );
-    const toNew = (e: { type: string; data: unknown }): NewEvent => ({ id: randomUUID(), ...e, metadata });
-    try {
-      const [, device] = await store.appendMany([
-        { streamName, events: decision.pairing.map(toNew), expectedRevision: recorded.at(-1)!.revision },
+  const toNew = (e: { type: string; data: unknown }): NewEvent => ({ id: randomUUID(), ...e, metadata });
+  const outcome = await decideOnStream(
+    store,
+    pairingStreamName(input.hubId),
+    pairingDecider,
+    (state) => {
+      const deviceId = newDevicePublicId();
+      const decision = decideAdoption(
+        state,
         {
-          streamName: deviceStreamName(deviceId),
-          events: decision.device.map(toNew),
-          expectedRevision: 'no_stream',
+          type: 'AdoptCandidate',
+          sessionId: input.sessionId,
+          ieeeAddr: input.ieeeAddr,
+          deviceId,
+          at: input.now.toISOString(),
         },
-      ]);
+        hub,
+      );
       const registered = decision.device.find((e) => e.type === 'DeviceRegistered')!;
       return {
-        device: registered.data as RegisteredDevice,
-        writeBlocked: decision.writeBlocked,
-        position: device!.position,
+        events: decision.pairing,
+        alongside: [
+          {
+            streamName: deviceStreamName(deviceId),
+            events: decision.device.map(toNew),
+            expectedRevision: 'no_stream',
+          },
+        ],
+        result: { device: registered.data as RegisteredDevice, writeBlocked: decision.writeBlocked },
       };
-    } catch (error) {
-      if (
-        error instanceof WrongExpectedRevisionError &&
-        error.streamName === streamName &&
-        attempt < MAX_ATTEMPTS
-      ) {
-        continue;
-      }
-      throw error;
-    }
-  }
+    },
+    { metadata },
+  );
+  return { ...outcome.result, position: outcome.appended[1]!.position };
 }
 
 /** Refuses a pending candidate; the record is kept and the hub remembers the address as rejected. */
