@@ -3,12 +3,15 @@ import type { Logger } from '../infra/logger.js';
 import { inTransaction, type Pool } from '../infra/postgres/pool.js';
 import { installProjector, lockCheckpoint, readCheckpoint, saveCheckpoint } from './checkpoints.js';
 import type { Projector } from './projector.js';
+import { runElected } from '../infra/postgres/election.js';
 import { rebuildProjector } from './rebuild.js';
 
 export interface RunnerOptions {
   readonly batchSize: number;
   readonly signal: AbortSignal;
   readonly logger: Logger;
+  /** Where the leadership connection comes from: never the query pool (src/runtime/database.ts). */
+  readonly locks: Pool;
   /** How long a standby waits before trying to become the active instance again. */
   readonly standbyRetryMs?: number;
   /** Called after each committed batch (metrics). */
@@ -16,9 +19,10 @@ export interface RunnerOptions {
 }
 
 /**
- * Runs one projector for as long as the signal allows. Only the instance holding the projector's advisory
- * lock projects; the others stand by. Correctness does not rest on the lock: each batch commits only if the
- * checkpoint is still where this instance left it.
+ * Runs one projector for as long as the signal allows. Only the instance elected for the projector
+ * (src/infra/postgres/election.ts) projects; the others stand by. Losing the leadership connection stops the
+ * subscription and sends the instance back to standing by. Correctness does not rest on the lock: each
+ * batch commits only if the checkpoint is still where this instance left it.
  */
 export async function runProjector(
   pool: Pool,
@@ -28,41 +32,22 @@ export async function runProjector(
 ) {
   const log = options.logger.child({ projector: projector.name });
   await installProjector(pool, projector);
-  while (!options.signal.aborted) {
-    const leader = await pool.connect();
-    let leading = false;
-    try {
-      const { rows } = await leader.query<{ ok: boolean }>(
-        'SELECT pg_try_advisory_lock(hashtext($1)) AS ok',
-        [`projector:${projector.name}`],
-      );
-      leading = rows[0]!.ok;
-      if (leading) {
-        log.info('projector active');
-        const checkpoint = await readCheckpoint(pool, projector.name);
-        if (checkpoint && checkpoint.version < projector.version) {
-          log.info(
-            { from: checkpoint.version, to: projector.version },
-            'read model version changed: rebuilding',
-          );
-          await rebuildProjector(pool, store, projector, {
-            batchSize: options.batchSize,
-            signal: options.signal,
-          });
-        }
-        await projectWhileLeading(pool, store, projector, options);
+  await runElected(
+    options.locks,
+    `projector:${projector.name}`,
+    async (leadership) => {
+      const checkpoint = await readCheckpoint(pool, projector.name);
+      if (checkpoint && checkpoint.version < projector.version) {
+        log.info(
+          { from: checkpoint.version, to: projector.version },
+          'read model version changed: rebuilding',
+        );
+        await rebuildProjector(pool, store, projector, { batchSize: options.batchSize, signal: leadership });
       }
-    } catch (error) {
-      if (!options.signal.aborted) log.error({ err: error }, 'projector failed; retrying');
-    } finally {
-      if (leading)
-        await leader
-          .query('SELECT pg_advisory_unlock(hashtext($1))', [`projector:${projector.name}`])
-          .catch(() => {});
-      leader.release();
-    }
-    await delay(options.standbyRetryMs ?? 2000, options.signal);
-  }
+      await projectWhileLeading(pool, store, projector, { ...options, signal: leadership });
+    },
+    { signal: options.signal, logger: log, standbyRetryMs: options.standbyRetryMs ?? 2000 },
+  );
 }
 
 async function projectWhileLeading(
@@ -109,18 +94,5 @@ export async function commitBatch(
     if (events.length > 0) await projector.apply(events, client);
     await saveCheckpoint(client, projector.name, next ?? expected, events.length);
     return true;
-  });
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
   });
 }

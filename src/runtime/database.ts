@@ -2,11 +2,16 @@ import type { Config } from '../config.js';
 import type { Logger } from '../infra/logger.js';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
 import { migrate } from '../infra/postgres/migrate.js';
-import { createPool, type Pool } from '../infra/postgres/pool.js';
+import { createLockPool, createPool, type Pool } from '../infra/postgres/pool.js';
 
 export interface Database {
   readonly url: string;
   readonly pool: Pool;
+  /**
+   * Connections that hold session advisory locks (projector and scheduler leadership) for as long as they
+   * lead. They live outside the query pool, so leaders can never starve queries of connections.
+   */
+  readonly locks: Pool;
   readonly embedded: boolean;
   close(): Promise<void>;
 }
@@ -22,20 +27,22 @@ export async function openDatabase(
     : await startEmbeddedPostgres({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, logger });
   const url = config.DATABASE_URL ?? embedded!.url;
   const pool = createPool(url, { max: options.poolSize ?? 20 });
+  const locks = createLockPool(url);
   try {
     const report = await migrate(pool);
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
   } catch (error) {
-    await pool.end();
+    await Promise.all([pool.end(), locks.end()]);
     await embedded?.stop();
     throw error;
   }
   return {
     url,
     pool,
+    locks,
     embedded: embedded !== undefined,
     async close() {
-      await pool.end();
+      await Promise.all([pool.end(), locks.end()]);
       await embedded?.stop();
     },
   };

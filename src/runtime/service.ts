@@ -50,6 +50,7 @@ export async function startService(
       tasks.push(
         runProjector(database.pool, store, projector, {
           batchSize: config.PROJECTION_BATCH_SIZE,
+          locks: database.locks,
           signal: background.signal,
           logger,
           onBatch: (name, events) => {
@@ -63,7 +64,7 @@ export async function startService(
 
   if (roles.includes('scheduler')) {
     const jobs = scheduledJobs({ config, store, pool: database.pool, logger });
-    tasks.push(runScheduler({ pool: database.pool, jobs, logger, signal: background.signal }));
+    tasks.push(runScheduler({ locks: database.locks, jobs, logger, signal: background.signal }));
   }
 
   let ingress: RunningIngress | undefined;

@@ -1,13 +1,14 @@
 import cron, { type ScheduledTask } from 'node-cron';
 import type { Logger } from 'pino';
 import type { Pool } from '../infra/postgres/pool.js';
-import { runElected } from './election.js';
+import { runElected } from '../infra/postgres/election.js';
 import type { ScheduledJob } from './job.js';
 
 export const SCHEDULER_LOCK = 'scheduler';
 
 export interface SchedulerOptions {
-  readonly pool: Pool;
+  /** Where the leadership connection comes from: never the query pool. */
+  readonly locks: Pool;
   readonly jobs: readonly ScheduledJob[];
   readonly logger: Logger;
   readonly signal: AbortSignal;
@@ -21,7 +22,7 @@ export interface SchedulerOptions {
 export function runScheduler(options: SchedulerOptions): Promise<void> {
   const logger = options.logger.child({ component: 'scheduler' });
   return runElected(
-    options.pool,
+    options.locks,
     SCHEDULER_LOCK,
     async (leadership) => {
       const run = (job: ScheduledJob) =>

@@ -78,7 +78,7 @@ describe('projection runner', () => {
       db.pool,
       store,
       tallyProjector(TYPES, (n) => (applied += n), 5),
-      { batchSize: 7, signal: first.signal, logger },
+      { batchSize: 7, locks: db.locks, signal: first.signal, logger },
     );
     await waitFor(async () => applied > 30);
     first.abort();
@@ -87,6 +87,7 @@ describe('projection runner', () => {
     const second = new AbortController();
     const run2 = runProjector(db.pool, store, tallyProjector(TYPES), {
       batchSize: 7,
+      locks: db.locks,
       signal: second.signal,
       logger,
     });
@@ -109,6 +110,7 @@ describe('projection runner', () => {
         tallyProjector(TYPES, (n) => (appliedBy[i]! += n), 2),
         {
           batchSize: 5,
+          locks: db.locks,
           signal: controller.signal,
           logger,
           standbyRetryMs: 50,
@@ -142,7 +144,7 @@ describe('projection runner', () => {
       db.pool,
       store,
       { ...keeper, version: 2 },
-      { batchSize: 50, signal: controller.signal, logger, standbyRetryMs: 50 },
+      { batchSize: 50, locks: db.locks, signal: controller.signal, logger, standbyRetryMs: 50 },
     );
     await new Promise((r) => setTimeout(r, 300));
     controller.abort();

@@ -53,7 +53,7 @@ describe('scheduler', () => {
   function deadlineScheduler(): () => Promise<void> {
     const stop = new AbortController();
     const running = runScheduler({
-      pool: db.pool,
+      locks: db.locks,
       jobs: [pairingDeadlinesJob({ store, pool: db.pool, logger })],
       logger,
       signal: stop.signal,
@@ -111,7 +111,7 @@ describe('scheduler', () => {
     const stopA = new AbortController();
     const stopB = new AbortController();
     const a = runScheduler({
-      pool: db.pool,
+      locks: db.locks,
       jobs: [job('a')],
       logger,
       signal: stopA.signal,
@@ -119,7 +119,7 @@ describe('scheduler', () => {
     });
     await sleep(300);
     const b = runScheduler({
-      pool: db.pool,
+      locks: db.locks,
       jobs: [job('b')],
       logger,
       signal: stopB.signal,

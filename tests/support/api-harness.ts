@@ -45,6 +45,7 @@ export async function startTestApi(
   const running = projectors.map((p) =>
     runProjector(db.pool, store, p, {
       batchSize: 500,
+      locks: db.locks,
       signal: background.signal,
       logger,
       standbyRetryMs: 200,

@@ -3,8 +3,9 @@ import path from 'node:path';
 import pg from 'pg';
 import { createLogger } from '../../src/infra/logger.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/postgres/embedded.js';
+import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
-import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
+import { createLockPool, createPool, type Pool } from '../../src/infra/postgres/pool.js';
 
 /**
  * Tests run against a real PostgreSQL: the server named by DATABASE_URL when set (CI's own server), else an
@@ -66,6 +67,8 @@ function migratedTemplate(): Promise<string> {
 export interface TestDatabase {
   readonly url: string;
   readonly pool: Pool;
+  /** Leadership connections, apart from the query pool as in the service. */
+  readonly locks: Pool;
   drop(): Promise<void>;
 }
 
@@ -81,11 +84,13 @@ export async function freshDatabase(options: { migrated?: boolean } = {}): Promi
   created.push(name);
   const url = withDatabase(adminUrl, name);
   const pool = createPool(url, { max: 20, applicationName: 'device-cloud-test' });
+  const locks = createLockPool(url);
   return {
     url,
     pool,
+    locks,
     async drop() {
-      await pool.end().catch(() => {});
+      await Promise.all([pool.end().catch(() => {}), locks.end().catch(() => {})]);
       await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
       created.splice(created.indexOf(name), 1);
     },
@@ -105,4 +110,16 @@ export async function releaseTestServer(): Promise<void> {
 /** The connection string of the test server's admin database (for child processes that need their own). */
 export async function testServerAdminUrl(): Promise<string> {
   return (await startServer()).adminUrl;
+}
+
+/**
+ * The position of the newest committed event, visible to readers or not yet (an older transaction anywhere
+ * on the server, another suite's included, holds visibility back). What a test waits for after its writes.
+ */
+export async function committedHead(pool: Pool): Promise<string | undefined> {
+  const { rows } = await pool.query<{ transaction_id: string; global_position: string }>(
+    `SELECT transaction_id::text, global_position FROM eventstore.events
+      ORDER BY transaction_id DESC, global_position DESC LIMIT 1`,
+  );
+  return rows[0] ? encodePgPosition(rows[0].transaction_id, rows[0].global_position) : undefined;
 }

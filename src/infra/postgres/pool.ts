@@ -12,9 +12,20 @@ export function createPool(
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
   });
-  // An idle client that loses its server emits 'error'; without a listener that would crash the process.
+  // A client that loses its server emits 'error', idle or checked out; without a listener that crashes the
+  // whole process. The query in flight fails with the same error, and the pool drops the broken client when
+  // it is released, so swallowing the event loses nothing.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
+}
+
+/**
+ * The pool of leadership connections: one per elected role (each projector, the scheduler) that this process
+ * runs, held for as long as it leads. Sized for every projector plus the scheduler, with room for a rebuild.
+ */
+export function createLockPool(connectionString: string): pg.Pool {
+  return createPool(connectionString, { max: 32, applicationName: 'device-cloud-locks' });
 }
 
 export type Pool = pg.Pool;

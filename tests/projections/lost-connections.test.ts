@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import pg from 'pg';
+import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { createLogger } from '../../src/infra/logger.js';
+import { runProjector } from '../../src/projections/runner.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { tallyProjector } from '../fixtures/tally-projector.js';
+
+const TYPES = ['Ticked'];
+const logger = createLogger('silent');
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/**
+ * A database restart, a failover or an operator's pg_terminate_backend ends every connection the service
+ * holds: the leadership connections and the query connections in the middle of a transaction alike. Each of
+ * them must fail only its own work; the process lives on, elects again and projects every event exactly once.
+ */
+describe('connections that lose their server', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+  let admin: pg.Client;
+  beforeEach(async () => {
+    db = await freshDatabase();
+    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 20 });
+    admin = new pg.Client({ connectionString: db.url, application_name: 'test-admin' });
+    await admin.connect();
+  });
+  afterEach(async () => {
+    await admin.end();
+    await store.close();
+    await db.drop();
+  });
+
+  /**
+   * The holder of the projector's own leadership lock. Other advisory locks come and go (installing a
+   * projector takes a transaction lock), and a backend terminated in the previous round may still be listed
+   * while it exits: only the leadership key, held by a live session, names the leader.
+   */
+  async function leaderPid(): Promise<number | undefined> {
+    const { rows } = await admin.query<{ pid: number }>(
+      `SELECT l.pid FROM pg_locks l
+         JOIN pg_database d ON d.oid = l.database
+         JOIN pg_stat_activity a ON a.pid = l.pid
+        WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()
+          AND l.objid::bigint = (hashtext($1)::bigint & 4294967295)`,
+      ['projector:tally'],
+    );
+    return rows.length === 1 ? rows[0]!.pid : undefined;
+  }
+
+  it('survives the termination of every connection, mid-transaction and while leading, and loses nothing', async function () {
+    this.timeout(90_000);
+    // While `holding`, a batch transaction waits inside PostgreSQL until the connection is cut.
+    let holding = false;
+    let inBatch = false;
+    const tally = tallyProjector(TYPES);
+    const projector = {
+      ...tally,
+      async apply(events: Parameters<typeof tally.apply>[0], client: Parameters<typeof tally.apply>[1]) {
+        await tally.apply(events, client);
+        if (!holding) return;
+        inBatch = true;
+        await client.query('SELECT pg_sleep(30)');
+      },
+    };
+    const controller = new AbortController();
+    const running = runProjector(db.pool, store, projector, {
+      batchSize: 100,
+      locks: db.locks,
+      signal: controller.signal,
+      logger,
+      standbyRetryMs: 50,
+    });
+
+    let appending = true;
+    let appendFailures = 0;
+    const load = (async () => {
+      for (let i = 0; appending && i < 5_000; i++) {
+        await store
+          .append(`clock-${i % 7}`, [{ id: randomUUID(), type: 'Ticked', data: { i } }], 'any')
+          .catch(() => appendFailures++);
+      }
+    })();
+
+    const leaders: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      const leader = await waitFor(async () => {
+        const pid = await leaderPid();
+        return pid !== undefined && !leaders.includes(pid) ? pid : undefined;
+      }, `a newly elected leader (round ${round})`);
+      leaders.push(leader);
+      inBatch = false;
+      holding = true;
+      await waitFor(async () => {
+        if (!inBatch) return undefined;
+        const { rows } = await admin.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+              AND query LIKE 'SELECT pg_sleep%'`,
+        );
+        return rows.length > 0 ? true : undefined;
+      }, 'a batch transaction in flight inside PostgreSQL');
+      const { rows } = await admin.query<{ pid: number; query: string; terminated: boolean }>(
+        `SELECT pid, query, pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+      );
+      // The fault really happened: the leader's connection and one inside a transaction were cut.
+      expect(rows.find((r) => r.pid === leader)?.terminated, 'leader terminated').to.equal(true);
+      holding = false;
+      const batch = rows.find((r) => r.query.startsWith('SELECT pg_sleep'));
+      expect(batch?.terminated, 'the batch transaction terminated').to.equal(true);
+    }
+    appending = false;
+    await load;
+
+    const { rows: truth } = await admin.query<{ n: string }>(
+      `SELECT count(*) AS n FROM eventstore.events WHERE event_type = 'Ticked'`,
+    );
+    await waitFor(async () => {
+      const { rows } = await admin.query<{ n: string | null }>('SELECT sum(events) AS n FROM tally');
+      return rows[0]!.n === truth[0]!.n ? true : undefined;
+    }, 'the tally to reach every stored event');
+    controller.abort();
+    await running;
+    const { rows } = await admin.query<{ n: string }>('SELECT sum(events) AS n FROM tally');
+    expect(rows[0]!.n, 'each stored event projected exactly once').to.equal(truth[0]!.n);
+    expect(Number(truth[0]!.n)).to.be.greaterThan(0);
+    expect(leaders).to.have.length(5);
+  });
+});
