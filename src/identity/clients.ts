@@ -14,11 +14,11 @@ import { handleCommand } from '../eventstore/handle-command.js';
 import type { EventStore } from '../eventstore/port.js';
 import { newClientId, newClientSecret } from './ids.js';
 import { loadProject } from './projects.js';
-import { hashSecret } from './secret-hash.js';
+import type { ClientSecretHasher } from './secret-hash.js';
 
 export interface CreatedClient {
   readonly clientId: string;
-  /** Shown once to whoever created the client; only its scrypt hash is recorded. */
+  /** Shown once to whoever created the client; only its keyed hash is recorded. */
   readonly clientSecret: string;
   readonly scopes: readonly ScopeName[];
   readonly authMethod: ClientAuthMethod;
@@ -31,6 +31,7 @@ export interface CreatedClient {
  */
 export async function createClient(
   store: EventStore,
+  hasher: ClientSecretHasher,
   input: { projectId: string; scopes: readonly string[]; authMethod?: ClientAuthMethod; name?: string },
   metadata: Record<string, unknown> = {},
 ): Promise<CreatedClient> {
@@ -51,7 +52,7 @@ export async function createClient(
       projectExists: project.exists,
       scopes: input.scopes,
       authMethod: input.authMethod ?? 'post',
-      secretHash: await hashSecret(clientSecret),
+      secretHash: await hasher.hash(clientSecret),
       ...(input.name === undefined ? {} : { name: input.name }),
     },
     { metadata },

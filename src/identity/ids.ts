@@ -1,8 +1,4 @@
-import { randomBytes } from 'node:crypto';
-
-// 128 random bits: unguessable, so an id leaks nothing and cannot be enumerated. base64url keeps ids
-// URL-safe; the prefix says what kind of thing an id names when it turns up in a log or a ticket.
-const opaque = (prefix: string, bytes: number) => `${prefix}${randomBytes(bytes).toString('base64url')}`;
+import { opaqueId as opaque } from '../infra/opaque-id.js';
 
 export const newProjectId = () => opaque('prj_', 16);
 export const newClientId = () => opaque('cli_', 16);

@@ -1,3 +1,4 @@
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import {
   calculateJwkThumbprint,
   exportJWK,
@@ -19,7 +20,7 @@ export const RETIRED_KEY_GRACE_SECONDS = ACCESS_TOKEN_LIFETIME_SECONDS + 300;
 const SELECT_KEYS = `
   SELECT kid, public_jwk, CASE WHEN retired_at IS NULL THEN private_jwk END AS private_jwk
     FROM auth.signing_keys
-   WHERE retired_at IS NULL OR retired_at > now() - make_interval(secs => $1)`;
+   WHERE revoked_at IS NULL AND (retired_at IS NULL OR retired_at > now() - make_interval(secs => $1))`;
 
 // Two servers using the service for the first time race here; the one-active-key index lets one insert win.
 const INSERT_FIRST_KEY = `
@@ -27,7 +28,13 @@ const INSERT_FIRST_KEY = `
   ON CONFLICT DO NOTHING`;
 
 const ROTATION_LOCK = `SELECT pg_advisory_xact_lock(hashtext('auth.signing_keys rotation'))`;
-const RETIRE_ACTIVE = `UPDATE auth.signing_keys SET retired_at = now() WHERE retired_at IS NULL RETURNING kid`;
+// A retired key only verifies: its private part is dropped with the retirement.
+const RETIRE_ACTIVE = `
+  UPDATE auth.signing_keys SET retired_at = now(), private_jwk = NULL WHERE retired_at IS NULL RETURNING kid`;
+const REVOKE_KEY = `
+  UPDATE auth.signing_keys
+     SET revoked_at = coalesce(revoked_at, now()), retired_at = coalesce(retired_at, now()), private_jwk = NULL
+   WHERE kid = $1 RETURNING kid`;
 const INSERT_KEY = `INSERT INTO auth.signing_keys (kid, algorithm, private_jwk, public_jwk) VALUES ($1, $2, $3, $4)`;
 const PRUNE_EXPIRED = `
   DELETE FROM auth.signing_keys WHERE retired_at < now() - make_interval(secs => $1) RETURNING kid`;
@@ -46,12 +53,55 @@ async function newKey(): Promise<NewKey> {
   return { kid, privateJwk: { ...privateJwk, kid }, publicJwk: { ...publicJwk, kid } };
 }
 
-const keyRow = (key: NewKey) => [
+const keyRow = (key: NewKey, encryptionKey: string | undefined) => [
   key.kid,
   ACCESS_TOKEN_ALGORITHM,
-  JSON.stringify(key.privateJwk),
+  JSON.stringify(encryptionKey ? sealPrivateKey(key.privateJwk, encryptionKey) : key.privateJwk),
   JSON.stringify(key.publicJwk),
 ];
+
+/**
+ * Private keys at rest: AES-256-GCM under SIGNING_KEY_ENCRYPTION_KEY (32 bytes, base64) when it is set, so a
+ * copy of the database alone cannot sign tokens. Unset (the embedded default), they are stored as JWKs:
+ * whoever reads the database can then sign, which is the documented trade-off (docs/api.md).
+ */
+interface SealedKey {
+  readonly alg: 'A256GCM';
+  readonly iv: string;
+  readonly tag: string;
+  readonly ciphertext: string;
+}
+
+function encryptionKeyBytes(encoded: string): Buffer {
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length !== 32) throw new Error('SIGNING_KEY_ENCRYPTION_KEY must be 32 bytes, base64-encoded');
+  return key;
+}
+
+function sealPrivateKey(jwk: JWK, encryptionKey: string): SealedKey {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv('aes-256-gcm', encryptionKeyBytes(encryptionKey), iv);
+  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(jwk), 'utf8'), cipher.final()]);
+  return {
+    alg: 'A256GCM',
+    iv: iv.toString('base64'),
+    tag: cipher.getAuthTag().toString('base64'),
+    ciphertext: ciphertext.toString('base64'),
+  };
+}
+
+function openPrivateKey(stored: JWK | SealedKey, encryptionKey: string | undefined): JWK {
+  if (!('ciphertext' in stored)) return stored;
+  if (!encryptionKey) throw new Error('the signing key is encrypted: set SIGNING_KEY_ENCRYPTION_KEY');
+  const decipher = createDecipheriv(
+    'aes-256-gcm',
+    encryptionKeyBytes(encryptionKey),
+    Buffer.from(stored.iv, 'base64'),
+  );
+  decipher.setAuthTag(Buffer.from(stored.tag, 'base64'));
+  const plain = Buffer.concat([decipher.update(Buffer.from(stored.ciphertext, 'base64')), decipher.final()]);
+  return JSON.parse(plain.toString('utf8')) as JWK;
+}
 
 export interface Rotation {
   readonly kid: string;
@@ -63,17 +113,27 @@ export interface Rotation {
  * A new key signs from now on; the one it replaces keeps verifying for RETIRED_KEY_GRACE_SECONDS, and keys
  * retired longer ago than that are deleted. Running servers pick the new key up on their next refresh.
  */
-export async function rotateSigningKeys(pool: Pool): Promise<Rotation> {
+export async function rotateSigningKeys(pool: Pool, encryptionKey?: string): Promise<Rotation> {
   const key = await newKey();
   return inTransaction(pool, async (db) => {
     await db.query(ROTATION_LOCK);
     const retired = (await db.query<{ kid: string }>(RETIRE_ACTIVE)).rows.map((r) => r.kid);
-    await db.query(INSERT_KEY, keyRow(key));
+    await db.query(INSERT_KEY, keyRow(key, encryptionKey));
     const pruned = (await db.query<{ kid: string }>(PRUNE_EXPIRED, [RETIRED_KEY_GRACE_SECONDS])).rows.map(
       (r) => r.kid,
     );
     return { kid: key.kid, retired, pruned };
   });
+}
+
+/**
+ * Emergency revoke (a leaked key): the key stops verifying everywhere within the servers' key-cache refresh
+ * (10 s), so every token it signed is refused from then on; if it was the signing key, the next token request
+ * creates a new one. Revoking an unknown kid changes nothing.
+ */
+export async function revokeSigningKey(pool: Pool, kid: string): Promise<{ kid: string; revoked: boolean }> {
+  const { rowCount } = await pool.query(REVOKE_KEY, [kid]);
+  return { kid, revoked: (rowCount ?? 0) > 0 };
 }
 
 interface KeyRing {
@@ -94,7 +154,7 @@ export class SigningKeys {
 
   constructor(
     private readonly pool: Pool,
-    private readonly options: { refreshMs?: number; now?: () => number } = {},
+    private readonly options: { refreshMs?: number; now?: () => number; encryptionKey?: string } = {},
   ) {}
 
   private now(): number {
@@ -110,7 +170,7 @@ export class SigningKeys {
     let ring = await this.current();
     if (!ring.signing) {
       const key = await newKey();
-      await this.pool.query(INSERT_FIRST_KEY, keyRow(key));
+      await this.pool.query(INSERT_FIRST_KEY, keyRow(key, this.options.encryptionKey));
       // Not reload(): a load already in flight may have started before the insert.
       ring = await this.load();
     }
@@ -143,10 +203,11 @@ export class SigningKeys {
   }
 
   private async load(): Promise<KeyRing> {
-    const { rows } = await this.pool.query<{ kid: string; public_jwk: JWK; private_jwk: JWK | null }>(
-      SELECT_KEYS,
-      [RETIRED_KEY_GRACE_SECONDS],
-    );
+    const { rows } = await this.pool.query<{
+      kid: string;
+      public_jwk: JWK;
+      private_jwk: JWK | SealedKey | null;
+    }>(SELECT_KEYS, [RETIRED_KEY_GRACE_SECONDS]);
     const verifying = new Map<string, CryptoKey>();
     let signing: KeyRing['signing'];
     for (const row of rows) {
@@ -154,7 +215,10 @@ export class SigningKeys {
       if (row.private_jwk) {
         signing = {
           kid: row.kid,
-          key: (await importJWK(row.private_jwk, ACCESS_TOKEN_ALGORITHM)) as CryptoKey,
+          key: (await importJWK(
+            openPrivateKey(row.private_jwk, this.options.encryptionKey),
+            ACCESS_TOKEN_ALGORITHM,
+          )) as CryptoKey,
         };
       }
     }

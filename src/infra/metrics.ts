@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** The process's one metrics registry, served on GET /metrics. */
 export function createMetrics() {
@@ -63,11 +63,6 @@ export function createMetrics() {
       name: 'devcloud_readings_append_messages',
       help: 'Readings messages grouped into one event-store append',
       buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
-      registers: [registry],
-    }),
-    liveStreams: new Gauge({
-      name: 'devcloud_live_streams',
-      help: 'Open SSE live streams',
       registers: [registry],
     }),
   };

@@ -6,8 +6,14 @@ import { joinCandidate } from '../pairing/candidates.js';
 import type { AgentDirectory, AgentRecord } from './broker/agent-directory.js';
 import type { UplinkHandler } from './broker/gate.js';
 import { RejectedMessage } from './broker/rejected-message.js';
-import { parseUplinkPayload } from './broker/topics.js';
+import { parseUplinkPayload, type UplinkPayloads } from './broker/topics.js';
 import type { ConnectivityRecorder } from './connectivity.js';
+
+/** Commands (CommandDelivery): acks resolve once the outcome is durable; an agent gone gets nothing sent. */
+export interface CommandUplinkPort {
+  ack(agent: AgentRecord, commandId: string, ack: UplinkPayloads['commandAck']): Promise<void>;
+  agentOffline(agentId: string): void;
+}
 
 /** Where readings go: resolves once they are durable; throws RejectedMessage for a payload never to be stored. */
 export interface ReadingsPort {
@@ -18,6 +24,7 @@ export interface UplinkDependencies {
   readonly store: EventStore;
   readonly directory: AgentDirectory;
   readonly readings: ReadingsPort;
+  readonly commands: CommandUplinkPort;
   readonly connectivity: ConnectivityRecorder;
   /** An agent said it is online: it has subscribed and wants what it may have missed (downlink resend). */
   readonly onAgentOnline: (agent: AgentRecord) => void;
@@ -38,12 +45,14 @@ export function uplinkDispatch(deps: UplinkDependencies): {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger.child({ component: 'uplink' });
 
-  const agentOffline = (agent: AgentRecord) =>
-    Promise.all([
+  const agentOffline = (agent: AgentRecord) => {
+    deps.commands.agentOffline(agent.agentId);
+    return Promise.all([
       deps.connectivity.record(agent.projectId, [agent.hubId], 'offline', 'agent_offline', now()),
       // The devices may be fine; the cloud just cannot reach them while their agent is away.
       deps.connectivity.record(agent.projectId, children(agent), 'unreachable', 'agent_offline', now()),
     ]);
+  };
 
   const onUplink: UplinkHandler = async (agent, topic, payload) => {
     switch (topic.kind) {
@@ -102,15 +111,14 @@ export function uplinkDispatch(deps: UplinkDependencies): {
         return;
       }
       case 'commandAck':
-        // Validated and acknowledged; recording the outcome belongs to command dispatch (control plane).
-        parseUplinkPayload(topic, payload);
-        return;
+        return deps.commands.ack(agent, topic.commandId, parseUplinkPayload(topic, payload).payload);
     }
   };
 
   return {
     onUplink,
     async onAgentOffline(agentId) {
+      deps.commands.agentOffline(agentId);
       const agent = await deps.directory.getAgent(agentId);
       if (agent) await agentOffline(agent);
     },

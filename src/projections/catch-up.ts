@@ -5,27 +5,39 @@ import type { Projector } from './projector.js';
 import { commitBatch } from './runner.js';
 
 /**
- * Brings one projector up to the current head in this process, batch by batch with the same compare-and-set
- * commit the runner uses, so it is safe next to a running server. Used by CLI reads and by tests.
+ * Brings one projector up to the head the store had when the call began (or to `until`), batch by batch with
+ * the same compare-and-set commit the runner uses, so it is safe next to a running server: a batch another
+ * instance got in first is simply re-read from the checkpoint it left. Returns only once the checkpoint has
+ * reached that position; an `until` not yet visible to readers (an older transaction still open) is waited
+ * for, up to `timeoutMs`. Used by CLI reads and by tests.
  */
 export async function catchUpProjector(
   pool: Pool,
   store: EventStore,
   projector: Projector,
   batchSize = 2000,
+  until?: string,
+  timeoutMs = 30_000,
 ): Promise<void> {
   await installProjector(pool, projector);
-  for (;;) {
+  const target = until ?? (await store.headPosition());
+  if (target === undefined) return;
+  const deadline = Date.now() + timeoutMs;
+  for (let pause = 5; ;) {
     const position = (await readCheckpoint(pool, projector.name))?.position;
+    if (position !== undefined && store.comparePositions(position, target) >= 0) return;
     const page = await store.readAll({
       after: position,
       maxCount: batchSize,
       eventTypes: projector.eventTypes,
     });
-    if (page.events.length > 0 || (page.lastPosition !== undefined && page.lastPosition !== position)) {
+    if (page.lastPosition !== undefined && page.lastPosition !== position) {
       await commitBatch(pool, projector, position, page.events, page.lastPosition);
+      continue;
     }
-    if (page.atEnd) return;
+    if (Date.now() >= deadline) throw new Error(`projector ${projector.name}: ${target} not visible in time`);
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    pause = Math.min(pause * 2, 100);
   }
 }
 

@@ -1,7 +1,8 @@
 import type { EventStore } from '../eventstore/port.js';
-import { inTransaction, type Pool, type PoolClient } from '../infra/postgres/pool.js';
+import type { Pool } from '../infra/postgres/pool.js';
 import { installProjector, lockCheckpoint, saveCheckpoint } from './checkpoints.js';
 import { RebuildRefused, type Projector } from './projector.js';
+import { inSchema, replayIntoSchema, replayPages } from './replay.js';
 
 export interface RebuildProgress {
   readonly projector: string;
@@ -28,11 +29,6 @@ export async function rebuildProjector(
   const shadow = `rebuild_${projector.name.replace(/[^a-z0-9_]/gi, '_')}`.toLowerCase();
   const started = Date.now();
   const eventsTotal = await store.countEvents?.(projector.eventTypes);
-  await pool.query(`DROP SCHEMA IF EXISTS ${shadow} CASCADE`);
-  await pool.query(`CREATE SCHEMA ${shadow}`);
-  await withShadow(pool, shadow, (client) => client.query(projector.schemaSql));
-
-  let position: string | undefined;
   let applied = 0;
   const report = (done: boolean): RebuildProgress => {
     const progress = {
@@ -46,34 +42,26 @@ export async function rebuildProjector(
     return progress;
   };
 
-  for (;;) {
-    if (options.signal?.aborted) throw new Error('rebuild aborted');
-    const page = await store.readAll({
-      after: position,
-      maxCount: options.batchSize,
-      eventTypes: projector.eventTypes,
-    });
-    if (page.events.length > 0)
-      await withShadow(pool, shadow, (client) => projector.apply(page.events, client));
-    applied += page.events.length;
-    if (page.lastPosition !== undefined) position = page.lastPosition;
-    report(false);
-    if (page.atEnd) break;
-  }
+  const replayed = await replayIntoSchema(pool, store, projector, shadow, {
+    batchSize: options.batchSize,
+    signal: options.signal,
+    onBatch: (n) => {
+      applied = n;
+      report(false);
+    },
+  });
+  let position = replayed.position;
+  applied = replayed.applied;
 
-  await withShadow(pool, shadow, async (client) => {
+  await inSchema(pool, shadow, async (client) => {
+    // The live projector commits only under this lock: from here on nothing it writes can fall between
+    // the replay's last page and the swap.
     await lockCheckpoint(client, projector.name);
-    for (;;) {
-      const page = await store.readAll({
-        after: position,
-        maxCount: options.batchSize,
-        eventTypes: projector.eventTypes,
-      });
-      if (page.events.length > 0) await projector.apply(page.events, client);
-      applied += page.events.length;
-      if (page.lastPosition !== undefined) position = page.lastPosition;
-      if (page.atEnd) break;
-    }
+    const tail = await replayPages(store, projector, position, options.batchSize, (events) =>
+      projector.apply(events, client),
+    );
+    position = tail.position;
+    applied += tail.applied;
     for (const table of projector.tables) {
       await client.query(`DROP TABLE IF EXISTS public.${table}`);
       await client.query(`ALTER TABLE ${shadow}.${table} SET SCHEMA public`);
@@ -85,18 +73,4 @@ export async function rebuildProjector(
   });
   await pool.query(`DROP SCHEMA IF EXISTS ${shadow} CASCADE`);
   return report(true);
-}
-
-async function withShadow<T>(
-  pool: Pool,
-  shadow: string,
-  work: (client: PoolClient) => Promise<T>,
-  /** Shadow batches need no fsync each: a rebuild cut short by a crash starts again from scratch. */
-  relaxedDurability = false,
-): Promise<T> {
-  return inTransaction(pool, async (client) => {
-    await client.query(`SET LOCAL search_path = ${shadow}, public`);
-    if (relaxedDurability) await client.query('SET LOCAL synchronous_commit = off');
-    return work(client);
-  });
 }

@@ -3,12 +3,8 @@ import type { EventStore } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { closePairingWindow } from '../pairing/windows.js';
 import { listOpenSessions, type PairingSessionRow } from '../projections/pairing/queries.js';
+import { DeadlineTimers } from './deadline-timers.js';
 import type { ScheduledJob } from './job.js';
-
-// setTimeout cannot wait longer than this; windows are at most 10 minutes anyway.
-const MAX_TIMER_MS = 2 ** 31 - 1;
-// Fire just after the deadline, so the decision (at >= deadline) never sees it a millisecond early.
-const AFTER_DEADLINE_MS = 5;
 
 /**
  * Closes pairing windows at their deadline. Each sweep (at start-up, then every few seconds) closes every
@@ -24,8 +20,7 @@ export function pairingDeadlinesJob(deps: {
 }): ScheduledJob {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger.child({ job: 'pairing-deadlines' });
-  const timers = new Map<string, NodeJS.Timeout>();
-  const terms = new WeakSet<AbortSignal>();
+  const timers = new DeadlineTimers();
 
   const close = async (session: PairingSessionRow) => {
     try {
@@ -49,29 +44,14 @@ export function pairingDeadlinesJob(deps: {
     schedule: '*/5 * * * * *',
     atStart: true,
     async run(leadership) {
-      if (!terms.has(leadership)) {
-        terms.add(leadership);
-        leadership.addEventListener('abort', () => {
-          for (const timer of timers.values()) clearTimeout(timer);
-          timers.clear();
-        });
-      }
       const sessions = await listOpenSessions(deps.pool);
       const at = now().getTime();
       for (const session of sessions) {
         const wait = session.closesAt.getTime() - at;
         if (wait <= 0) {
           await close(session);
-        } else if (!timers.has(session.sessionId) && !leadership.aborted) {
-          const timer = setTimeout(
-            () => {
-              timers.delete(session.sessionId);
-              void close(session);
-            },
-            Math.min(wait + AFTER_DEADLINE_MS, MAX_TIMER_MS),
-          );
-          timer.unref();
-          timers.set(session.sessionId, timer);
+        } else {
+          timers.arm(leadership, session.sessionId, wait, () => void close(session));
         }
       }
     },

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import { expect } from 'chai';
 import express from 'express';
-import { errorHandler, unknownRoute } from '../../src/api/http-errors.js';
+import { errorHandler, toHttp, unknownRoute } from '../../src/api/http-errors.js';
 import { SCOPES } from '../../src/domain/identity/index.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
@@ -204,5 +204,38 @@ describe('error model: server faults', () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
+  });
+
+  describe('database failures, mapped in the one place', () => {
+    const pgError = (code: string, message = 'database says no') =>
+      Object.assign(new Error(message), { code });
+
+    for (const [label, error] of [
+      ['08006 connection failure', pgError('08006')],
+      ['57P01 admin shutdown', pgError('57P01')],
+      ['57P03 cannot connect now', pgError('57P03')],
+      ['ECONNREFUSED', pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')],
+      ['a pool connect timeout', new Error('timeout exceeded when trying to connect')],
+      ['a connection that ended', new Error('Connection terminated unexpectedly')],
+    ] as const) {
+      it(`${label} is 503 transport_unavailable with Retry-After`, () => {
+        const answer = toHttp(error);
+        expect(answer.status).to.equal(503);
+        expect(answer.body).to.deep.equal({ error: 'transport_unavailable' });
+        expect(answer.headers['Retry-After']).to.match(/^\d+$/);
+      });
+    }
+
+    it('a data error (SQLSTATE class 22) is 422 invalid_request, never 500', () => {
+      for (const code of ['22P05', '22021', '22001', '22P02']) {
+        const answer = toHttp(pgError(code));
+        expect(answer.status, code).to.equal(422);
+        expect(answer.body).to.deep.equal({ error: 'invalid_request', reason: 'invalid_value' });
+      }
+    });
+
+    it('other database errors stay 500', () => {
+      expect(toHttp(pgError('42P01')).status).to.equal(500);
+    });
   });
 });

@@ -1,13 +1,15 @@
 import { expect } from 'chai';
-import { decodeJwt, decodeProtectedHeader } from 'jose';
-import { clientDecider, clientStream, type ClientAuthMethod } from '../../src/domain/identity/index.js';
-import { handleCommand } from '../../src/eventstore/handle-command.js';
-import { revokeClient } from '../../src/identity/clients.js';
 import { newClientId } from '../../src/identity/ids.js';
-import { createProject } from '../../src/identity/projects.js';
-import { hashSecret } from '../../src/identity/secret-hash.js';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { revokeClient } from '../../src/identity/clients.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
-import { authHeader, basicAuthorization, createTenant, type Tenant } from '../support/tenants.js';
+import {
+  authHeader,
+  basicAuthorization,
+  clientWithSecret,
+  createTenant,
+  type Tenant,
+} from '../support/tenants.js';
 
 const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
 
@@ -29,22 +31,6 @@ async function tokenRequest(
     text,
     body: JSON.parse(text) as Record<string, unknown>,
   };
-}
-
-/** A client whose secret we choose, recorded through the real decider (generated secrets are URL-safe). */
-async function clientWithSecret(api: TestApi, secret: string, authMethod: ClientAuthMethod) {
-  const { projectId } = await createProject(api.store, { name: 'chosen secret' });
-  const clientId = newClientId();
-  await handleCommand(api.store, clientStream(clientId), clientDecider, {
-    type: 'CreateClient',
-    clientId,
-    projectId,
-    projectExists: true,
-    scopes: ['devices:read'],
-    authMethod,
-    secretHash: await hashSecret(secret),
-  });
-  return { clientId, projectId };
 }
 
 const post = (t: Tenant, extra: Record<string, string> = {}) => ({

@@ -1,27 +1,6 @@
-import { execFile } from 'node:child_process';
 import { expect } from 'chai';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** The real `devcloud` binary against the suite's database. */
-function devcloud(api: TestApi, ...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['bin/devcloud.js', ...args],
-      { env: { PATH: process.env.PATH, DATABASE_URL: api.db.url }, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
+import { devcloud, type Run } from '../support/devcloud.js';
 
 function json(run: Run): Record<string, unknown> {
   expect(run.code, run.stderr).to.equal(0);
@@ -167,5 +146,20 @@ describe('devcloud project / client / keys', function () {
     expect(rotation.kid).to.be.a('string');
     expect(rotation.retired).to.have.length(1);
     expect(rotation.pruned).to.deep.equal([]);
+  });
+
+  it('keys revoke removes a key at once and names an unknown one', async () => {
+    const rotation = json(await devcloud(api, 'keys', 'rotate', '--json'));
+    const revoked = json(await devcloud(api, 'keys', 'revoke', String(rotation.kid), '--json'));
+    expect(revoked).to.deep.equal({ kid: rotation.kid, revoked: true });
+    const { rows } = await api.db.pool.query(
+      'SELECT revoked_at, private_jwk FROM auth.signing_keys WHERE kid = $1',
+      [rotation.kid],
+    );
+    expect(rows[0]).to.include({ private_jwk: null });
+    expect(rows[0].revoked_at).to.be.instanceOf(Date);
+    const unknown = await devcloud(api, 'keys', 'revoke', 'nope');
+    expect(unknown.code).to.equal(1);
+    expect(unknown.stderr).to.contain('no signing key nope');
   });
 });

@@ -163,13 +163,15 @@ describe('identity: OAuth clients', () => {
 });
 
 describe('identity: scopes and events', () => {
-  it('has the spec six scopes plus the two grant privileges', () => {
+  it('has the spec six scopes, the two command scopes and the two grant privileges', () => {
     expect(SCOPES).to.have.members([
       'devices:read',
       'devices:write',
       'telemetry:read',
       'telemetry:live',
       'catalog:read',
+      'commands:read',
+      'commands:write',
       'commands:high_risk',
       'grants:admin',
       'grants:revoke',

@@ -1,38 +1,39 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
-import { agentFilesFor, readAgentFiles, writeAgentFiles } from '../../src/agents/agent-files.js';
-import { registerAgent } from '../../src/agents/register.js';
-import { EdgeSim, type AckedMessage } from '../../src/edge-sim/index.js';
+import { EdgeSim } from '../../src/edge-sim/index.js';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
-import { createProject } from '../../src/identity/projects.js';
-import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
-import { allProjectors } from '../../src/runtime/projectors.js';
-import { createSite } from '../../src/registry/sites.js';
+import { stateProjector } from '../../src/projections/state/projector.js';
+import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
+import { MessageLedger } from '../../src/soak/ledger.js';
+import { provisionSimulatedAgent } from '../../src/soak/provision.js';
+import { checkReadings } from '../../src/soak/readings-check.js';
+import { compareWithReplay } from '../../src/soak/replay-check.js';
+import { ServiceProcess } from '../../src/soak/service-process.js';
+import { projectorsCaughtUp, simulatorDrained, waitFor } from '../../src/soak/settle.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { adoptSimulatedFleet } from '../support/edge-agent.js';
 import { freePort } from '../support/edge-service.js';
 
-const KILLS = 20;
+const KILLS = 8;
 const SEED = 11;
 const DEVICES = 3;
 
 /**
- * `edge-sim` publishes QoS 1 readings with sequence numbers while `devcloud serve` (a child process on the
- * test database) is SIGKILLed and restarted KILLS times. Afterwards every reading the broker acknowledged
- * is in the store exactly once, and no message is stored twice.
+ * The whole service (`devcloud serve`, every role in one child process) is SIGKILLed KILLS times at random
+ * moments while the reference agent publishes QoS 1 readings, and started again each time. The agent keeps
+ * a ledger of what it put on the wire and what the broker acknowledged; afterwards that ledger is compared
+ * with the event store and the read models by the agent's (device, seq) and the readings' content.
  */
-describe('crash test: SIGKILL the service while readings flow', function () {
-  this.timeout(150_000);
+describe('crash test: SIGKILL the whole service while readings flow', function () {
+  this.timeout(900_000);
   let db: TestDatabase;
   let store: PostgresEventStore;
   let dataDir: string;
-  let child: ChildProcess | undefined;
+  let service: ServiceProcess | undefined;
+  let sim: EdgeSim | undefined;
 
   before(async () => {
     db = await freshDatabase();
@@ -40,89 +41,112 @@ describe('crash test: SIGKILL the service while readings flow', function () {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-crash-'));
   });
   after(async () => {
-    child?.kill('SIGKILL');
+    await sim?.stop(0);
+    await service?.kill();
     await store.close();
     await db.drop();
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it(`loses no acknowledged reading and stores none twice across ${KILLS} kills`, async () => {
-    const port = await freePort();
-    const { projectId } = await createProject(store, { name: 'crash' });
-    const { siteId } = await createSite(store, { projectId, name: 'Yard', timezone: 'Europe/Madrid' });
-    const authority = await loadOrCreateAuthority(path.join(dataDir, 'pki'));
-    const agent = await registerAgent(store, authority, { projectId, siteId });
-    const dir = path.join(dataDir, 'agent');
-    await writeAgentFiles(dir, agentFilesFor(agent, authority.certificatePem, `mqtts://127.0.0.1:${port}`));
-    // The simulated devices are adopted beforehand; the agent learns their ids when it reports online.
-    const now = new Date();
-    await adoptSimulatedFleet(store, { projectId, hubId: agent.hubId, seed: SEED, devices: DEVICES, now });
-    for (const projector of allProjectors()) await catchUpProjector(db.pool, store, projector);
-
-    const env = {
+  it(`loses no acknowledged reading and projects each exactly once across ${KILLS} kills`, async () => {
+    const mqttPort = await freePort();
+    const { files } = await provisionSimulatedAgent(store, {
+      dataDir,
+      brokerUrl: `mqtts://127.0.0.1:${mqttPort}`,
+      seed: SEED,
+      devices: DEVICES,
+    });
+    service = new ServiceProcess(['api', 'ingress', 'projector', 'scheduler'], {
       ...process.env,
       DATABASE_URL: db.url,
       DATA_DIR: dataDir,
-      MQTT_PORT: String(port),
+      MQTT_PORT: String(mqttPort),
       MQTT_HOST: '127.0.0.1',
+      HTTP_PORT: String(await freePort()),
+      HTTP_HOST: '127.0.0.1',
+      PROJECTION_BATCH_SIZE: '200',
       LOG_LEVEL: 'error',
-    };
-    const serve = () =>
-      spawn(process.execPath, ['bin/devcloud.js', 'serve', '--roles', 'ingress'], { env, stdio: 'ignore' });
-
-    const sim = new EdgeSim({
-      files: await readAgentFiles(dir),
-      devices: DEVICES,
-      rate: 45,
-      seed: SEED,
-      backoff: { initialMs: 50, maxMs: 400 },
     });
-    const acked = new Set<string>();
-    sim.on('acked', (m: AckedMessage) => acked.add(`${m.deviceId}#${m.seq}`));
+    sim = new EdgeSim({
+      files,
+      devices: DEVICES,
+      rate: 20,
+      queueLimit: 1_000_000,
+      seed: SEED,
+      backoff: { initialMs: 50, maxMs: 300 },
+    });
+    const ledger = new MessageLedger().attach(sim);
+    let connections = 0;
+    sim.on('connected', () => (connections += 1));
     sim.start();
 
-    let ackedBeforeKills = 0;
+    const inFlightAtKill: number[] = [];
     for (let kill = 0; kill < KILLS; kill++) {
-      child = serve();
-      await Promise.race([once(sim, 'connected'), sleep(15_000)]);
-      // Let messages flow for a moment, then kill at an arbitrary point of it.
-      await sleep(200 + Math.floor(Math.random() * 800));
-      child.kill('SIGKILL');
-      await once(child, 'exit');
-      if (kill === 0) ackedBeforeKills = acked.size;
-    }
-
-    child = serve();
-    await once(sim, 'connected');
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-      const { queued, inflight } = sim.stats();
-      if (queued === 0 && inflight === 0) break;
-      await sleep(100);
-    }
-    const stats = await sim.stop(5000);
-    child.kill('SIGTERM');
-    await once(child, 'exit');
-    child = undefined;
-
-    const stored = new Map<string, number>();
-    let after: string | undefined;
-    for (;;) {
-      const page = await store.readAll({ after, maxCount: 5000, eventTypes: ['ReadingsRecorded'] });
-      for (const event of page.events) {
-        const { deviceId, seq } = event.data as { deviceId: string; seq: number };
-        const key = `${deviceId}#${seq}`;
-        stored.set(key, (stored.get(key) ?? 0) + 1);
+      const connected = connections;
+      service.start();
+      const up = await waitFor(() => connections > connected, 180_000);
+      expect(up, `the agent reconnected after start ${kill + 1}: ${service.stderrTail()}`).to.equal(true);
+      // Somewhere in the traffic: ingest, projector batches and the agent's redelivery all in motion.
+      await sleep(300 + Math.floor(Math.random() * 1500));
+      // Then the first moment a message is on the wire unacknowledged (a quiet machine acks within a
+      // millisecond or two, so a random instant alone mostly finds none in flight).
+      const deadline = Date.now() + 5000;
+      while (ledger.unacknowledged() === 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setImmediate(resolve));
       }
-      after = page.lastPosition;
-      if (page.atEnd) break;
+      inFlightAtKill.push(ledger.unacknowledged());
+      await service.kill();
     }
-    const missing = [...acked].filter((key) => !stored.has(key));
-    const twice = [...stored].filter(([, count]) => count > 1);
-    expect(ackedBeforeKills, 'readings acknowledged before the first kill').to.be.greaterThan(0);
-    expect(stats.reconnects).to.be.at.least(KILLS);
-    expect(acked.size).to.be.greaterThan(KILLS * 20);
-    expect(missing, 'acknowledged but not stored').to.deep.equal([]);
-    expect(twice, 'stored more than once').to.deep.equal([]);
+
+    const connected = connections;
+    service.start();
+    expect(await waitFor(() => connections > connected, 180_000), service.stderrTail()).to.equal(true);
+    expect(await simulatorDrained(sim, 60_000), 'every queued message acknowledged').to.equal(true);
+    const stats = await sim.stop(5000);
+    sim = undefined;
+    const projectors = [stateProjector(), telemetryProjector()];
+    expect(await projectorsCaughtUp(db.pool, store, projectors, 120_000), 'projectors caught up').to.equal(
+      true,
+    );
+    await service.stop();
+    // Only events that became visible after the stop (a long transaction elsewhere on a shared server holds
+    // visibility back): the same compare-and-set commit the runner uses, from the runner's own checkpoint.
+    for (const projector of projectors) await catchUpProjector(db.pool, store, projector);
+
+    // The fault really happened: every kill came back, most landed with messages unacknowledged on the wire,
+    // and the agent sent messages again after the kills.
+    expect(connections, 'one connection per start').to.equal(KILLS + 1);
+    expect(
+      inFlightAtKill.filter((n) => n > 0).length,
+      `in flight at kills: ${inFlightAtKill}`,
+    ).to.be.at.least(KILLS / 2);
+    expect(stats.dropped, 'the agent dropped nothing from its queue').to.equal(0);
+    const report = await checkReadings(db.pool, store, ledger);
+    // Every kill cut messages in flight, so the agent sent some again. Whether one of them had already been
+    // stored (its PUBACK lost in the kill) is up to timing: on a quiet machine the append and the PUBACK
+    // are a millisecond apart. The soak counts those (docs/reliability.md); here they are reported.
+    expect(
+      report.resent,
+      `messages sent again (${report.redeliveredAfterStored} already stored)`,
+    ).to.be.greaterThan(0);
+    expect(report.messagesAcked).to.equal(ledger.acknowledged());
+    expect(report.messagesAcked, 'messages acknowledged').to.be.greaterThan(KILLS * 20);
+
+    expect(
+      { lost: report.lost, duplicated: report.duplicated, altered: report.altered, unknown: report.unknown },
+      JSON.stringify(report.examples),
+    ).to.deep.equal({ lost: 0, duplicated: 0, altered: 0, unknown: 0 });
+    expect(
+      { missing: report.projectionMissing, extra: report.projectionExtra },
+      JSON.stringify(report.examples),
+    ).to.deep.equal({ missing: 0, extra: 0 });
+    expect(report.readingsProjected).to.equal(report.readingsStored);
+    expect(report.readingsStored).to.be.at.least(report.readingsAcked);
+
+    const comparisons = await compareWithReplay(db.pool, store, projectors);
+    for (const c of comparisons) {
+      expect(c.equal, `${c.table} equals a clean replay: ${JSON.stringify(c)}`).to.equal(true);
+    }
+    expect(comparisons.find((c) => c.table === 'telemetry_raw')!.liveRows).to.equal(report.readingsStored);
   });
 });

@@ -13,6 +13,7 @@ import {
   STREAM_EXISTS,
   StreamNotFoundError,
   UnavailableError,
+  UnknownError,
   WrongExpectedVersionError,
   type Position,
   type RegexFilter,
@@ -22,6 +23,7 @@ import {
   InvalidPositionError,
   WrongExpectedRevisionError,
   type NewEvent,
+  type StreamAppend,
   type SubscriptionBatch,
 } from '../../src/eventstore/port.js';
 import { createKurrentDbEventStore, KurrentDbEventStore } from '../../src/eventstore/kurrentdb/adapter.js';
@@ -75,6 +77,7 @@ function newEvent(type: string): NewEvent {
 function fakeClient() {
   return {
     appendToStream: sinon.stub(),
+    multiStreamAppend: sinon.stub(),
     readStream: sinon.stub(),
     readAll: sinon.stub(),
     subscribeToAll: sinon.stub(),
@@ -301,22 +304,143 @@ describe('KurrentDB adapter (client stubbed)', () => {
       expect(await rejection(storeOn(fake).append('device-1', [], 'any'))).to.be.instanceOf(RangeError);
       expect(fake.appendToStream.called).to.equal(false);
     });
+  });
 
-    it('appendMany appends stream by stream and stops at the first failure', async () => {
+  describe('appendMany (adoption: the hub pairing stream and the new device streams together)', () => {
+    const adoption = (): StreamAppend[] => [
+      { streamName: 'pairing-h', events: [newEvent('CandidateAdopted')], expectedRevision: 4n },
+      { streamName: 'device-d', events: [newEvent('DeviceRegistered')], expectedRevision: 'no_stream' },
+    ];
+
+    it('writes every stream in one multi-stream append, metadata packed as one string property', async () => {
       const fake = fakeClient();
+      fake.multiStreamAppend.resolves({
+        position: 900n,
+        responses: [
+          { streamName: 'device-d', revision: 0n },
+          { streamName: 'pairing-h', revision: 5n },
+        ],
+      });
+      fake.readStream.callsFake((stream: string) =>
+        iterate([resolved('X', stream === 'pairing-h' ? 899n : 900n)]),
+      );
+      const appends = adoption();
+      const results = await storeOn(fake).appendMany(appends);
+
+      expect(fake.appendToStream.called, 'no stream appended on its own').to.equal(false);
+      expect(fake.multiStreamAppend.calledOnce).to.equal(true);
+      const [requests] = fake.multiStreamAppend.firstCall.args;
+      expect(requests).to.deep.equal([
+        {
+          streamName: 'pairing-h',
+          expectedState: 4n,
+          events: [
+            {
+              id: appends[0]!.events[0]!.id,
+              contentType: 'application/json',
+              type: 'CandidateAdopted',
+              data: { at: 'CandidateAdopted' },
+              metadata: { 'dc.metadata': '{"by":"test"}' },
+            },
+          ],
+        },
+        {
+          streamName: 'device-d',
+          expectedState: NO_STREAM,
+          events: [
+            {
+              id: appends[1]!.events[0]!.id,
+              contentType: 'application/json',
+              type: 'DeviceRegistered',
+              data: { at: 'DeviceRegistered' },
+              metadata: { 'dc.metadata': '{"by":"test"}' },
+            },
+          ],
+        },
+      ]);
+      expect(results).to.deep.equal([
+        { nextRevision: 5n, position: encodePosition(pos(899n)) },
+        { nextRevision: 0n, position: encodePosition(pos(900n)) },
+      ]);
+      expect(fake.readStream.getCalls().map((c) => c.args)).to.have.deep.members([
+        ['pairing-h', { fromRevision: 5n, maxCount: 1 }],
+        ['device-d', { fromRevision: 0n, maxCount: 1 }],
+      ]);
+    });
+
+    it('reports a conflict on any stream as the typed error for that stream, having written nothing', async () => {
+      const fake = fakeClient();
+      fake.multiStreamAppend.rejects(
+        new WrongExpectedVersionError(undefined, {
+          streamName: 'device-d',
+          expected: 'no_stream',
+          current: 0n,
+        }),
+      );
+      const error = await rejection(storeOn(fake).appendMany(adoption()));
+      expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+      expect(error).to.include({ streamName: 'device-d', expected: 'no_stream', actual: 0n });
+      expect(fake.appendToStream.called, 'no stream appended on its own').to.equal(false);
+    });
+
+    it('passes an unavailable server on as EventStoreUnavailableError without a second try', async () => {
+      const fake = fakeClient();
+      fake.multiStreamAppend.rejects(new UnavailableError());
+      expect(await rejection(storeOn(fake).appendMany(adoption()))).to.be.instanceOf(
+        EventStoreUnavailableError,
+      );
+      expect(fake.appendToStream.called).to.equal(false);
+    });
+
+    it('on a server before 25.1 (UNIMPLEMENTED) appends stream by stream, and stops asking', async () => {
+      const fake = fakeClient();
+      fake.multiStreamAppend.rejects(new UnknownError({ code: 12, message: '12 UNIMPLEMENTED' } as never));
+      fake.appendToStream.resolves({ success: true, nextExpectedRevision: 0n, position: pos(1n) });
+      const store = storeOn(fake);
+      await store.appendMany(adoption());
+      await store.appendMany(adoption());
+      expect(fake.multiStreamAppend.callCount, 'asked once').to.equal(1);
+      expect(fake.appendToStream.getCalls().map((c) => c.args[0])).to.deep.equal([
+        'pairing-h',
+        'device-d',
+        'pairing-h',
+        'device-d',
+      ]);
+    });
+
+    it('stream by stream, the first failure stops the rest (documented: not atomic before 25.1)', async () => {
+      const fake = fakeClient();
+      fake.multiStreamAppend.rejects(new UnknownError({ code: 12, message: '12 UNIMPLEMENTED' } as never));
       fake.appendToStream
         .onFirstCall()
         .resolves({ success: true, nextExpectedRevision: 0n, position: pos(1n) });
       fake.appendToStream.onSecondCall().rejects(new UnavailableError());
       const error = await rejection(
         storeOn(fake).appendMany([
-          { streamName: 'a', events: [newEvent('A')], expectedRevision: 'no_stream' },
-          { streamName: 'b', events: [newEvent('B')], expectedRevision: 'any' },
+          ...adoption(),
           { streamName: 'c', events: [newEvent('C')], expectedRevision: 'any' },
         ]),
       );
       expect(error).to.be.instanceOf(EventStoreUnavailableError);
-      expect(fake.appendToStream.getCalls().map((c) => c.args[0])).to.deep.equal(['a', 'b']);
+      expect(fake.appendToStream.getCalls().map((c) => c.args[0])).to.deep.equal(['pairing-h', 'device-d']);
+    });
+
+    it('appends a single stream with the ordinary append', async () => {
+      const fake = fakeClient();
+      fake.appendToStream.resolves({ success: true, nextExpectedRevision: 0n, position: pos(1n) });
+      await storeOn(fake).appendMany([
+        adoption()[1]!,
+        { streamName: 'e', events: [], expectedRevision: 'any' },
+      ]);
+      expect(fake.multiStreamAppend.called).to.equal(false);
+      expect(fake.appendToStream.calledOnce).to.equal(true);
+    });
+
+    it('reads packed metadata back as the object it was', () => {
+      const event = recorded('A', pos(1n), {
+        metadata: { 'dc.metadata': '{"actor":{"kind":"client"},"n":2}' },
+      });
+      expect(toRecordedEvent(event).metadata).to.deep.equal({ actor: { kind: 'client' }, n: 2 });
     });
   });
 

@@ -1,7 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { AccessTokens } from '../../src/identity/access-tokens.js';
-import { rotateSigningKeys, SigningKeys } from '../../src/identity/signing-keys.js';
-import { hashSecret, verifyAgainstDecoy, verifySecret } from '../../src/identity/secret-hash.js';
+import { revokeSigningKey, rotateSigningKeys, SigningKeys } from '../../src/identity/signing-keys.js';
+import { hashSecret, verifySecret } from '../../src/identity/secret-hash.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
 const ISSUER = 'https://api.example.test';
@@ -69,7 +70,70 @@ describe('signing keys', () => {
   });
 });
 
-describe('client secret hashes', () => {
+describe('signing keys: retirement, emergency revoke, encryption at rest', () => {
+  let db: TestDatabase;
+  beforeEach(async () => {
+    db = await freshDatabase();
+  });
+  afterEach(async () => {
+    await db.drop();
+  });
+  const privateParts = async () =>
+    (
+      await db.pool.query<{ kid: string; private_jwk: Record<string, unknown> | null }>(
+        'SELECT kid, private_jwk FROM auth.signing_keys ORDER BY created_at',
+      )
+    ).rows;
+
+  it('a retired key keeps only its public part', async () => {
+    await new SigningKeys(db.pool).signingKey();
+    const { retired } = await rotateSigningKeys(db.pool);
+    const rows = await privateParts();
+    expect(rows.find((r) => r.kid === retired[0])!.private_jwk).to.equal(null);
+    expect(rows.filter((r) => r.private_jwk !== null)).to.have.length(1);
+  });
+
+  it('a revoked key stops verifying within the cache refresh, and a new key signs', async () => {
+    let now = Date.now();
+    const keys = new SigningKeys(db.pool, { now: () => now });
+    const tokens = new AccessTokens(keys, ISSUER, () => now);
+    const { token } = await tokens.issue(subject);
+    const { kid } = await keys.signingKey();
+    expect(await tokens.verify(token)).to.not.equal(undefined);
+    expect(await revokeSigningKey(db.pool, kid)).to.deep.equal({ kid, revoked: true });
+    now += 10_001;
+    expect(await tokens.verify(token), 'revoked within one refresh').to.equal(undefined);
+    const { token: fresh } = await tokens.issue(subject);
+    expect((await keys.signingKey()).kid).not.to.equal(kid);
+    expect(await tokens.verify(fresh)).to.not.equal(undefined);
+    expect((await privateParts()).find((r) => r.kid === kid)!.private_jwk).to.equal(null);
+    expect(await revokeSigningKey(db.pool, 'no-such-kid')).to.deep.equal({
+      kid: 'no-such-kid',
+      revoked: false,
+    });
+  });
+
+  it('with an encryption key, private keys are stored encrypted and still sign', async () => {
+    const secret = randomBytes(32).toString('base64');
+    const keys = new SigningKeys(db.pool, { encryptionKey: secret });
+    const { token } = await new AccessTokens(keys, ISSUER).issue(subject);
+    const [row] = await privateParts();
+    expect(row!.private_jwk).to.have.property('ciphertext');
+    expect(row!.private_jwk).not.to.have.property('d'); // the EC private scalar is nowhere in clear
+    expect(
+      await new AccessTokens(new SigningKeys(db.pool, { encryptionKey: secret }), ISSUER).verify(token),
+    ).to.not.equal(undefined);
+    const rotated = await rotateSigningKeys(db.pool, secret);
+    const signer = new SigningKeys(db.pool, { encryptionKey: secret });
+    expect((await signer.signingKey()).kid).to.equal(rotated.kid);
+    const wrong = new SigningKeys(db.pool, { encryptionKey: randomBytes(32).toString('base64') });
+    let refused: unknown;
+    await wrong.signingKey().catch((e: unknown) => (refused = e));
+    expect(refused, 'another key cannot decrypt').to.be.instanceOf(Error);
+  });
+});
+
+describe('legacy client secret hashes', () => {
   it('are salted scrypt in PHC form and verify only the right secret', async () => {
     const hash = await hashSecret('dcs_right');
     expect(hash).to.match(/^\$scrypt\$ln=15,r=8,p=1\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/);
@@ -79,6 +143,5 @@ describe('client secret hashes', () => {
     expect(await verifySecret('dcs_wrong', hash)).to.equal(false);
     expect(await verifySecret('dcs_right', 'not a hash')).to.equal(false);
     expect(await verifySecret('dcs_right', hash.replace('ln=15', 'ln=30'))).to.equal(false);
-    expect(await verifyAgainstDecoy('dcs_right')).to.equal(false);
   });
 });

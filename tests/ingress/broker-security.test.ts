@@ -442,6 +442,44 @@ describe('MQTT broker security (real TLS, real MQTT clients)', function () {
     });
   });
 
+  describe('PostgreSQL data errors (SQLSTATE class 22)', function () {
+    const dataError = () =>
+      Object.assign(new Error('unsupported Unicode escape sequence'), { code: '22P05' });
+
+    it('acknowledges and drops a candidate the database refuses as data, with a rejection record', async function () {
+      let attempts = 0;
+      f.uplinkBehaviour = async () => {
+        attempts += 1;
+        throw dataError();
+      };
+      await within(
+        agentA.publishAsync(`dc/v1/agents/${A}/pairing/candidates`, '{}', { qos: 1 }),
+        WAIT_MS,
+        'PUBACK',
+      );
+      expect(attempts).to.equal(1);
+      expect(agentA.connected).to.equal(true);
+      expect(f.rejections).to.deep.include({ reason: 'payload_rejected', agentId: A });
+      expect(f.rejections).not.to.deep.include({ reason: 'uplink_failed', agentId: A });
+    });
+
+    it('does not drop readings on a data error: they share an append with other messages', async function () {
+      const agentB = f.connect({ clientId: B, certificate: await f.certificateFor(B), reconnect: true });
+      await connected(agentB);
+      let attempts = 0;
+      f.uplinkBehaviour = async (agentId) => {
+        if (agentId === B && ++attempts === 1) throw dataError();
+      };
+      await within(
+        agentB.publishAsync(readingsTopic(B, 'dev-b1'), readings(7), { qos: 1 }),
+        WAIT_MS,
+        'PUBACK',
+      );
+      expect(attempts).to.equal(2);
+      expect(f.rejections).to.deep.include({ reason: 'uplink_failed', agentId: B });
+    });
+  });
+
   describe('offline detection', function () {
     it('reports the agent offline when its connection drops, without routing the will', async function () {
       const agentB = f.connect({ clientId: B, certificate: await f.certificateFor(B) });

@@ -1,3 +1,4 @@
+import { DAY_MS } from '../../src/domain/time.js';
 import { execFile } from 'node:child_process';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { chmod, mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
@@ -12,7 +13,6 @@ import { loadAuthority, loadOrCreateAuthority } from '../../src/ingress/pki/auth
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const DAY_MS = 86_400_000;
 
 // Built from parts so secret scanners do not take this test for a committed key.
 const KEY_PEM_HEADER = new RegExp(`^-----BEGIN ${'PRIVATE'} KEY-----`);

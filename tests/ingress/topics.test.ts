@@ -143,6 +143,36 @@ describe('MQTT topic contract (dc/v1)', function () {
       ).to.equal('invalid_payload');
     });
 
+    it('strips the NUL padding of a candidate manufacturer and model, and refuses broken unicode', function () {
+      const topic: UplinkTopic = { kind: 'pairingCandidate', agentId: 'ag-1' };
+      const candidate = {
+        sessionId: 'ps-1',
+        ieeeAddr: '0x00124b0018e2a1b2',
+        manufacturer: '_TZ3000_abc\u0000\u0000\u0000',
+        model: 'TS0601\u0000',
+        capabilities: ['binary.switch'],
+      };
+      expect(parseUplinkPayload(topic, json(candidate)).payload).to.include({
+        manufacturer: '_TZ3000_abc',
+        model: 'TS0601',
+      });
+      for (const broken of ['\u0000\u0000', 'bulb \ud800', '\udc00 lamp', 'a\u0000b']) {
+        const error = rejection(() => parseUplinkPayload(topic, json({ ...candidate, model: broken })));
+        expect(error.reason, broken).to.equal('invalid_payload');
+      }
+    });
+
+    it('refuses a text reading or an ack detail PostgreSQL could not store', function () {
+      for (const value of ['idle\u0000', 'charging \ud83d']) {
+        const body = { readings: [{ capability: 'evse.state', value }] };
+        expect(rejection(() => parseUplinkPayload(readingsTopic, json(body))).reason).to.equal(
+          'invalid_payload',
+        );
+      }
+      const ack = { kind: 'commandAck', agentId: 'a', commandId: 'c' } as const;
+      rejection(() => parseUplinkPayload(ack, json({ status: 'failed', detail: 'relay\u0000stuck' })));
+    });
+
     it('validates agent status, device status and command acks', function () {
       expect(
         parseUplinkPayload({ kind: 'agentStatus', agentId: 'a' }, json({ state: 'offline' })).payload,
@@ -151,13 +181,22 @@ describe('MQTT topic contract (dc/v1)', function () {
         parseUplinkPayload({ kind: 'deviceStatus', agentId: 'a', deviceId: 'd' }, json({ state: 'online' }))
           .payload,
       ).to.deep.equal({ state: 'online' });
-      expect(
-        parseUplinkPayload({ kind: 'commandAck', agentId: 'a', commandId: 'c' }, json({ status: 'applied' }))
-          .payload,
-      ).to.deep.equal({ status: 'applied' });
+      const ack = { kind: 'commandAck', agentId: 'a', commandId: 'c' } as const;
+      expect(parseUplinkPayload(ack, json({ deviceId: 'dev_1', status: 'applied' })).payload).to.deep.equal({
+        deviceId: 'dev_1',
+        status: 'applied',
+      });
+      // The device names the stream the command lives on; without it the ack cannot be placed.
+      rejection(() => parseUplinkPayload(ack, json({ status: 'applied' })));
       rejection(() => parseUplinkPayload({ kind: 'agentStatus', agentId: 'a' }, json({ state: 'asleep' })));
       rejection(() =>
         parseUplinkPayload({ kind: 'commandAck', agentId: 'a', commandId: 'c' }, json({ status: 'ok' })),
+      );
+      rejection(() =>
+        parseUplinkPayload(
+          { kind: 'commandAck', agentId: 'a', commandId: 'c' },
+          json({ deviceId: 'dev_1', status: 'failed', detail: 'x'.repeat(513) }),
+        ),
       );
     });
   });
@@ -176,6 +215,32 @@ describe('MQTT topic contract (dc/v1)', function () {
         hubId: 'hub-1',
         until: '2025-03-01T10:05:00Z',
       });
+    });
+
+    it('encodes command applies and cancels, and refuses an apply without mode, attempt or expiry', function () {
+      const apply = {
+        action: 'apply' as const,
+        commandId: 'cmd_1',
+        deviceId: 'dev_1',
+        capability: 'binary.switch',
+        value: true,
+        mode: 'desired' as const,
+        attempt: 2,
+        expiresAt: '2025-03-01T10:05:00Z',
+      };
+      expect(JSON.parse(encodeDownlink('commands', apply).toString('utf8'))).to.deep.equal(apply);
+      const cancel = {
+        action: 'cancel' as const,
+        commandId: 'cmd_1',
+        deviceId: 'dev_1',
+        outcome: 'expired' as const,
+      };
+      expect(JSON.parse(encodeDownlink('commands', cancel).toString('utf8'))).to.deep.equal(cancel);
+      for (const missing of ['mode', 'attempt', 'expiresAt'] as const) {
+        const { [missing]: _gone, ...rest } = apply;
+        expect(() => encodeDownlink('commands', rest as never), missing).to.throw();
+      }
+      expect(() => encodeDownlink('commands', { ...cancel, outcome: 'succeeded' } as never)).to.throw();
     });
 
     it('refuses to encode a permit without an end, or an adoption without a public id', function () {

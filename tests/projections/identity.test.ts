@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createClient, revokeClient } from '../../src/identity/clients.js';
+import { ClientSecretHasher } from '../../src/identity/secret-hash.js';
 import { createProject } from '../../src/identity/projects.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { installProjector } from '../../src/projections/checkpoints.js';
@@ -23,10 +24,18 @@ describe('identity read model', () => {
   it('lists clients without secrets, marks revocations, and is unchanged by a replay', async () => {
     const projector = identityProjector();
     const { projectId } = await createProject(store, { name: 'Acme' });
-    const kept = await createClient(store, { projectId, scopes: ['devices:read'], name: 'kept' });
-    const revoked = await createClient(store, { projectId, scopes: ['catalog:read'], authMethod: 'basic' });
-    await revokeClient(store, revoked.clientId);
-    await catchUpProjector(db.pool, store, projector);
+    const kept = await createClient(store, new ClientSecretHasher(db.pool), {
+      projectId,
+      scopes: ['devices:read'],
+      name: 'kept',
+    });
+    const revoked = await createClient(store, new ClientSecretHasher(db.pool), {
+      projectId,
+      scopes: ['catalog:read'],
+      authMethod: 'basic',
+    });
+    const { position } = await revokeClient(store, revoked.clientId);
+    await catchUpProjector(db.pool, store, projector, 2000, position);
 
     const listed = await listClients(db.pool, projectId);
     expect(listed.map((c) => [c.clientId, c.name, c.authMethod, c.revokedAt === null])).to.deep.equal([

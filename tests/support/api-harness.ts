@@ -1,5 +1,7 @@
 import type { Server } from 'node:http';
-import { createApiApp } from '../../src/api/app.js';
+import { createApiApp, createLiveHub } from '../../src/api/app.js';
+import type { LiveHub } from '../../src/api/live/hub.js';
+import { createHttpServer, listen } from '../../src/api/server.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
@@ -7,7 +9,7 @@ import { createMetrics } from '../../src/infra/metrics.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
-import { freshDatabase, type TestDatabase } from './database.js';
+import { committedHead, freshDatabase, type TestDatabase } from './database.js';
 
 /**
  * The real API on an ephemeral port over a fresh database, with the real projectors running in the
@@ -18,7 +20,10 @@ export interface TestApi {
   readonly db: TestDatabase;
   readonly store: PostgresEventStore;
   readonly config: Config;
-  catchUp(): Promise<void>;
+  /** The API's live hub (GET /v1/live). */
+  readonly live: LiveHub;
+  /** Every read model reaches `position` (default: the store's head now); never returns earlier. */
+  catchUp(position?: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -51,10 +56,10 @@ export async function startTestApi(
       standbyRetryMs: 200,
     }),
   );
-  const app = createApiApp({ config, logger, metrics, pool: db.pool, store, now: options.now });
-  const server = await new Promise<Server>((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
+  const live = createLiveHub({ config, logger, store, now: options.now });
+  await live.start();
+  const app = createApiApp({ config, logger, metrics, pool: db.pool, store, now: options.now, live });
+  const server: Server = await listen(createHttpServer(app, config), 0, '127.0.0.1');
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {
@@ -62,10 +67,13 @@ export async function startTestApi(
     db,
     store,
     config,
-    async catchUp() {
-      for (const p of projectors) await catchUpProjector(db.pool, store, p);
+    live,
+    async catchUp(position?: string) {
+      const target = position ?? (await committedHead(db.pool));
+      for (const p of projectors) await catchUpProjector(db.pool, store, p, 2000, target);
     },
     async close() {
+      await live.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       background.abort();

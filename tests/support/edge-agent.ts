@@ -2,13 +2,14 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readAgentFiles } from '../../src/agents/agent-files.js';
-import { buildFleet, EdgeSim, type EdgeSimOptions } from '../../src/edge-sim/index.js';
-import type { EventStore } from '../../src/eventstore/port.js';
-import { adoptCandidate, joinCandidate } from '../../src/pairing/candidates.js';
-import { openPairingWindow } from '../../src/pairing/windows.js';
+import { EdgeSim, type EdgeSimOptions } from '../../src/edge-sim/index.js';
+import { adoptSimulatedFleet } from '../../src/soak/provision.js';
 import type { EdgeService } from './edge-service.js';
 import { siteOf } from './registry.js';
-import { createTenant } from './tenants.js';
+import { createTenant, type Tenant } from './tenants.js';
+
+/** The fleet adoption the soak command uses, shared with tests and benchmarks. */
+export { adoptSimulatedFleet };
 
 /** Polls `probe` until it returns a value, or fails naming what it waited for. */
 export async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
@@ -23,13 +24,22 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
 
 /**
  * A tenant with a site, an edge agent registered by the real CLI (`devcloud agent create`), and the reference
- * edge agent connected with the files it wrote.
+ * edge agent connected with the files it wrote. With `adoptFleet`, its devices are adopted before it
+ * connects, so readings flow from the first second.
  */
 export async function connectedAgent(
   edge: EdgeService,
-  options: { timezone: string; sim: Omit<EdgeSimOptions, 'files'> },
-): Promise<{ token: string; hubId: string; sim: EdgeSim }> {
-  const tenant = await createTenant(edge, ['devices:read', 'devices:write', 'telemetry:read']);
+  options: {
+    timezone: string;
+    sim: Omit<EdgeSimOptions, 'files'>;
+    scopes?: string[];
+    adoptFleet?: boolean;
+  },
+): Promise<{ token: string; hubId: string; projectId: string; sim: EdgeSim; tenant: Tenant; dir: string }> {
+  const tenant = await createTenant(
+    edge,
+    options.scopes ?? ['devices:read', 'devices:write', 'telemetry:read'],
+  );
   const token = await tenant.token();
   const siteId = await siteOf(edge, tenant.projectId, 'Site', options.timezone);
   const dir = path.join(edge.dataDir, 'agent');
@@ -43,44 +53,19 @@ export async function connectedAgent(
     '--out',
     dir,
   );
+  if (options.adoptFleet) {
+    await adoptSimulatedFleet(edge.store, {
+      projectId: tenant.projectId,
+      hubId: hubId as string,
+      seed: options.sim.seed,
+      devices: options.sim.devices,
+      now: new Date(),
+    });
+  }
   await edge.catchUp();
   const sim = new EdgeSim({ ...options.sim, files: await readAgentFiles(dir) });
   const online = once(sim, 'connected');
   sim.start();
   await online;
-  return { token, hubId: hubId as string, sim };
-}
-
-/**
- * Adopts the simulator's whole fleet for `seed` through the hub's pairing stream (the same services the API
- * uses), so readings can flow from the first second; the agent learns the public ids when it reports online.
- */
-export async function adoptSimulatedFleet(
-  store: EventStore,
-  options: {
-    projectId: string;
-    hubId: string;
-    seed: number;
-    devices: number;
-    now: Date;
-    durationSeconds?: number;
-  },
-): Promise<void> {
-  const { projectId, hubId, now } = options;
-  const { sessionId } = await openPairingWindow(store, {
-    projectId,
-    hubId,
-    now,
-    durationSeconds: options.durationSeconds,
-  });
-  for (const device of buildFleet(options.seed, options.devices)) {
-    const candidate = { hubId, sessionId, ieeeAddr: device.ieeeAddr, now };
-    await joinCandidate(store, {
-      ...candidate,
-      manufacturer: device.profile.manufacturer,
-      productModel: device.profile.model,
-      capabilities: device.profile.capabilities,
-    });
-    await adoptCandidate(store, candidate);
-  }
+  return { token, hubId: hubId as string, projectId: tenant.projectId, sim, tenant, dir };
 }

@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -11,7 +10,7 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
 import type { TestApi } from './api-harness.js';
-import { freshDatabase, type TestDatabase } from './database.js';
+import { committedHead, freshDatabase, type TestDatabase } from './database.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('bin/devcloud.js');
@@ -31,16 +30,8 @@ export interface EdgeService extends TestApi {
   cli(...args: string[]): Promise<Record<string, unknown>>;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from '../../src/soak/ports.js';
+import { freePort } from '../../src/soak/ports.js';
 
 export async function startEdgeService(
   options: { roles?: Config['ROLES']; db?: TestDatabase; now?: () => number } = {},
@@ -75,12 +66,15 @@ export async function startEdgeService(
     db,
     store,
     config,
+    // Undefined when the roles leave out api; no test asks for it then.
+    live: service.live!,
     service,
     mqttPort,
     dataDir,
     env,
-    async catchUp() {
-      for (const p of allProjectors()) await catchUpProjector(db.pool, store, p);
+    async catchUp(position?: string) {
+      const target = position ?? (await committedHead(db.pool));
+      for (const p of allProjectors()) await catchUpProjector(db.pool, store, p, 2000, target);
     },
     async cli(...args) {
       const { stdout } = await run(process.execPath, [CLI, ...args, '--json'], {

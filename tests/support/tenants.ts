@@ -1,5 +1,8 @@
-import type { ClientAuthMethod } from '../../src/domain/identity/index.js';
+import { clientDecider, clientStream, type ClientAuthMethod } from '../../src/domain/identity/index.js';
+import { handleCommand } from '../../src/eventstore/handle-command.js';
+import { newClientId } from '../../src/identity/ids.js';
 import { createClient } from '../../src/identity/clients.js';
+import { ClientSecretHasher, hashSecret } from '../../src/identity/secret-hash.js';
 import { createProject } from '../../src/identity/projects.js';
 import type { TestApi } from './api-harness.js';
 
@@ -21,7 +24,7 @@ export async function createTenant(
   options: { auth?: ClientAuthMethod; name?: string } = {},
 ): Promise<Tenant> {
   const { projectId } = await createProject(api.store, { name: options.name ?? 'test project' });
-  const client = await createClient(api.store, {
+  const client = await createClient(api.store, new ClientSecretHasher(api.db.pool), {
     projectId,
     scopes,
     authMethod: options.auth ?? 'post',
@@ -71,4 +74,29 @@ export async function requestToken(
     throw new Error(`token request failed: ${response.status} ${JSON.stringify(body)}`);
   }
   return body.access_token;
+}
+
+/**
+ * A client whose secret we choose, recorded through the real decider (generated secrets are URL-safe), under
+ * the keyed hash, or under scrypt as clients created before keyed hashes were.
+ */
+export async function clientWithSecret(
+  api: TestApi,
+  secret: string,
+  authMethod: ClientAuthMethod,
+  hash: 'keyed' | 'scrypt' = 'keyed',
+) {
+  const { projectId } = await createProject(api.store, { name: 'chosen secret' });
+  const clientId = newClientId();
+  await handleCommand(api.store, clientStream(clientId), clientDecider, {
+    type: 'CreateClient',
+    clientId,
+    projectId,
+    projectExists: true,
+    scopes: ['devices:read'],
+    authMethod,
+    secretHash:
+      hash === 'keyed' ? await new ClientSecretHasher(api.db.pool).hash(secret) : await hashSecret(secret),
+  });
+  return { clientId, projectId };
 }

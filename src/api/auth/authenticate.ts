@@ -27,6 +27,7 @@ export function authenticate(deps: { tokens: AccessTokens; revoked: RevokedClien
       clientId: verified.clientId,
       scopes: effectiveScopes(verified.scopes),
       tokenId: verified.tokenId,
+      expiresAt: verified.expiresAt,
     };
     req.log = req.log.child({ clientId: verified.clientId, projectId: verified.projectId });
     next();

@@ -3,6 +3,7 @@ import type { Config } from '../../config.js';
 import type { EventStore } from '../../eventstore/port.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { AccessTokens } from '../../identity/access-tokens.js';
+import { ClientSecretHasher } from '../../identity/secret-hash.js';
 import { SigningKeys } from '../../identity/signing-keys.js';
 import { authenticate } from './authenticate.js';
 import { RevokedClients } from './revoked-clients.js';
@@ -27,10 +28,14 @@ export function createApiAuth(deps: {
   now?: () => number;
 }): ApiAuth {
   const now = deps.now ?? (() => Date.now());
-  const tokens = new AccessTokens(new SigningKeys(deps.pool, { now }), deps.config.PUBLIC_BASE_URL, now);
+  const tokens = new AccessTokens(
+    new SigningKeys(deps.pool, { now, encryptionKey: deps.config.SIGNING_KEY_ENCRYPTION_KEY }),
+    deps.config.PUBLIC_BASE_URL,
+    now,
+  );
   const revoked = new RevokedClients(deps.pool, { now });
   return {
-    tokenRoutes: tokenEndpoint({ store: deps.store, tokens }),
+    tokenRoutes: tokenEndpoint({ store: deps.store, tokens, hasher: new ClientSecretHasher(deps.pool), now }),
     authenticate: authenticate({ tokens, revoked }),
   };
 }

@@ -1,11 +1,9 @@
-import { SCOPES, type ScopeName } from '../../domain/identity/scopes.js';
+import type { ScopeName } from '../../domain/identity/scopes.js';
 
 /**
  * Who is calling: an OAuth client of one project, with the scopes its access token carries. Every read and
  * write is scoped to `projectId`; nothing in a request body or query can widen it.
  */
-export const SPEC_SCOPES = SCOPES.filter((s) => !s.startsWith('grants:'));
-
 export type Scope = ScopeName;
 
 export interface Principal {
@@ -15,6 +13,8 @@ export interface Principal {
   readonly scopes: ReadonlySet<Scope>;
   /** The access token's jti, for logs and audit metadata. */
   readonly tokenId: string;
+  /** When the access token expires, in seconds since the epoch: a live stream ends then. */
+  readonly expiresAt: number;
 }
 
 declare module 'express-serve-static-core' {

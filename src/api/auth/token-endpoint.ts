@@ -1,15 +1,20 @@
 import express, { Router, type RequestHandler } from 'express';
 import {
+  clientDecider,
   clientIdSchema,
+  clientStream,
   effectiveScopes,
   parseScopeList,
   type ScopeName,
 } from '../../domain/identity/index.js';
+import { handleCommand } from '../../eventstore/handle-command.js';
 import type { EventStore } from '../../eventstore/port.js';
 import type { AccessTokens } from '../../identity/access-tokens.js';
 import { loadClient } from '../../identity/clients.js';
-import { prepareDecoy, verifyAgainstDecoy, verifySecret } from '../../identity/secret-hash.js';
+import { isScryptHash, verifySecret, type ClientSecretHasher } from '../../identity/secret-hash.js';
+import type { Logger } from '../../infra/logger.js';
 import { HttpProblem } from '../http-errors.js';
+import { ClientFailures, tooManyFailures, VerificationSlots } from './verification-limits.js';
 import {
   clientCredentials,
   formField,
@@ -32,12 +37,25 @@ const requireForm: RequestHandler = (req, _res, next) => {
   next();
 };
 
+export interface TokenEndpointDependencies {
+  readonly store: EventStore;
+  readonly tokens: AccessTokens;
+  readonly hasher: ClientSecretHasher;
+  readonly now: () => number;
+}
+
+// Two costly checks at a time is the machine's two cores; eight more may wait the ~100 ms each takes.
+const SCRYPT_SLOTS = { running: 2, waiting: 8 };
+const FAILURES = { limit: 10, windowMs: 60_000 };
+
 /**
  * POST /v1/oauth/token: the client_credentials grant (RFC 6749 §4.4, §5). The client is read from its own
- * event stream, so a client works the moment it is created and stops the moment it is revoked.
+ * event stream, so a client works the moment it is created and stops the moment it is revoked. Any other
+ * method answers 405 with `Allow: POST`.
  */
-export function tokenEndpoint(deps: { store: EventStore; tokens: AccessTokens }): Router {
-  void prepareDecoy();
+export function tokenEndpoint(deps: TokenEndpointDependencies): Router {
+  const slots = new VerificationSlots(SCRYPT_SLOTS);
+  const failures = new ClientFailures({ ...FAILURES, now: deps.now });
   const router = Router();
   router.post('/oauth/token', noStore, requireForm, parseForm, async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
@@ -47,7 +65,7 @@ export function tokenEndpoint(deps: { store: EventStore; tokens: AccessTokens })
     const requested = formField(body, 'scope');
     const credentials = clientCredentials(req, body);
 
-    const client = await authenticateClient(deps.store, credentials);
+    const client = await authenticateClient(deps, slots, failures, credentials, req.log);
     const scopes = grantedScopes(client.scopes, requested);
     const issued = await deps.tokens.issue({
       clientId: client.clientId,
@@ -65,26 +83,61 @@ export function tokenEndpoint(deps: { store: EventStore; tokens: AccessTokens })
       scope: issued.scope,
     });
   });
+  router.all('/oauth/token', () => {
+    throw new HttpProblem(405, 'method_not_allowed', {}, { Allow: 'POST' });
+  });
   return router;
 }
 
 /**
- * Runs one scrypt verification whatever the outcome (unknown id, revoked client, wrong method), so the
- * answer and its timing are the same for every failure.
+ * One answer for every failure (unknown id, revoked client, wrong method, wrong secret), and a keyed-hash
+ * check (or its decoy) whatever the outcome, so neither the answer nor its timing tells client ids apart.
+ * A client still on scrypt is checked within `slots`, and migrated to the keyed hash once its secret matched.
  */
-async function authenticateClient(store: EventStore, credentials: ClientCredentials) {
-  const client = clientIdSchema.safeParse(credentials.clientId).success
-    ? await loadClient(store, credentials.clientId)
+async function authenticateClient(
+  deps: TokenEndpointDependencies,
+  slots: VerificationSlots,
+  failures: ClientFailures,
+  credentials: ClientCredentials,
+  log: Logger,
+) {
+  const { clientId, clientSecret } = credentials;
+  const client = clientIdSchema.safeParse(clientId).success
+    ? await loadClient(deps.store, clientId)
     : ({ status: 'none' } as const);
-  const secretMatches =
-    client.status === 'none'
-      ? await verifyAgainstDecoy(credentials.clientSecret)
-      : await verifySecret(credentials.clientSecret, client.secretHash);
+  const limited = failures.retryAfter(clientId);
+  let secretMatches: boolean;
+  if (client.status === 'none') {
+    secretMatches = await deps.hasher.verifyDecoy(clientSecret);
+  } else if (isScryptHash(client.secretHash)) {
+    if (limited > 0) throw tooManyFailures(limited);
+    secretMatches = await slots.run(() => verifySecret(clientSecret, client.secretHash));
+    if (secretMatches) await migrateHash(deps, clientId, clientSecret, log);
+  } else {
+    secretMatches = await deps.hasher.verify(clientSecret, client.secretHash);
+  }
   // A basic client must use Basic (spec, Authentication rule 6); a post client may use either (RFC 6749 §2.3.1).
   const methodAllowed =
     client.status !== 'none' && (client.authMethod === 'post' || credentials.method === 'basic');
-  if (!secretMatches || client.status !== 'active' || !methodAllowed) throw invalidClient();
+  if (!secretMatches || client.status !== 'active' || !methodAllowed) {
+    failures.record(clientId);
+    if (limited > 0) throw tooManyFailures(limited);
+    throw invalidClient();
+  }
   return client;
+}
+
+/** Records the secret that just matched under the keyed hash; a failure here only delays the migration. */
+async function migrateHash(deps: TokenEndpointDependencies, clientId: string, secret: string, log: Logger) {
+  try {
+    await handleCommand(deps.store, clientStream(clientId), clientDecider, {
+      type: 'RehashClientSecret',
+      clientId,
+      secretHash: await deps.hasher.hash(secret),
+    });
+  } catch (error) {
+    log.warn({ err: error, clientId }, 'client secret hash not migrated; retried on its next token request');
+  }
 }
 
 /** The requested scopes when the client holds them all; omitted or empty means every scope it holds. */

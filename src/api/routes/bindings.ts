@@ -1,22 +1,16 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { CAPABILITY_KEYS, capabilityKeySchema } from '../../domain/catalogue/index.js';
-import { InvalidInput } from '../../domain/errors.js';
 import type { EventStore } from '../../eventstore/port.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { waitForProjection } from '../../projections/catch-up.js';
 import { listBindings } from '../../projections/bindings/queries.js';
 import { createBinding } from '../../registry/bindings.js';
 import { requireScope } from '../auth/require-scope.js';
+import { idempotencyKey, idempotencyKeySchema } from '../idempotency-key.js';
 import { noQuerySchema, parseBody, parseQuery } from '../validation.js';
 
 const label = z.string().min(1);
-const idempotencyKeySchema = z
-  .string()
-  .regex(/^[\x21-\x7e]{1,255}$/, { error: 'invalid_idempotency_key' })
-  .meta({
-    description: '1 to 255 printable ASCII characters, no spaces. Alternative to the Idempotency-Key header.',
-  });
 
 export const bindingRequestSchema = z.strictObject({
   deviceId: label.max(64).meta({ description: 'Public id of a registered device of your project.' }),
@@ -79,7 +73,7 @@ function inCatalogueOrder(mapping: Readonly<Record<string, string>>): Record<str
  * POST and GET /bindings (mounted under /v1, behind the JSON body parser). There is no DELETE: a binding is
  * kept for ever.
  */
-export function bindingRoutes(deps: { pool: Pool; store: EventStore }): Router {
+export function bindingRoutes(deps: { pool: Pool; store: EventStore; now: () => number }): Router {
   const router = Router();
 
   router.post('/bindings', requireScope('devices:write'), async (req, res) => {
@@ -91,7 +85,7 @@ export function bindingRoutes(deps: { pool: Pool; store: EventStore }): Router {
         projectId: req.principal!.projectId,
         request: { ...request, channelMapping: channelMapping ?? {} },
         idempotencyKey: idempotencyKey(req.get('idempotency-key'), bodyKey),
-        at: new Date(),
+        at: new Date(deps.now()),
       },
       { clientId: req.principal!.clientId, requestId: req.id },
     );
@@ -108,14 +102,4 @@ export function bindingRoutes(deps: { pool: Pool; store: EventStore }): Router {
   });
 
   return router;
-}
-
-/** The header and the body field are two ways to send one key; sending two different keys is an error. */
-function idempotencyKey(header: string | undefined, body: string | undefined): string | undefined {
-  if (header === undefined) return body;
-  const parsed = idempotencyKeySchema.safeParse(header);
-  if (!parsed.success) throw new InvalidInput('invalid_idempotency_key', 'Idempotency-Key');
-  if (body !== undefined && body !== header)
-    throw new InvalidInput('idempotency_key_mismatch', 'idempotencyKey');
-  return header;
 }

@@ -28,6 +28,14 @@ export const deviceSchema = z.object({
   created_at: z.iso.datetime().meta({ description: 'When the device was registered (UTC).' }),
 });
 
+/** The limit query parameter of the keyset-paged lists: a positive integer, capped (never refused) at MAX_PAGE_SIZE. */
+export const pageLimitSchema = z
+  .string()
+  .regex(/^[0-9]{1,9}$/, { error: 'not_a_positive_integer' })
+  .transform(Number)
+  .pipe(z.number().int().min(1, { error: 'not_a_positive_integer' }))
+  .optional();
+
 export const deviceListQuerySchema = z.strictObject({
   status: z
     .enum(DEVICE_STATUSES, { error: 'unknown_status' })
@@ -46,15 +54,9 @@ export const deviceListQuerySchema = z.strictObject({
     .max(512)
     .optional()
     .meta({ description: 'The nextCursor of the previous page, unchanged, with the same filters.' }),
-  limit: z
-    .string()
-    .regex(/^[0-9]{1,9}$/, { error: 'not_a_positive_integer' })
-    .transform(Number)
-    .pipe(z.number().int().min(1, { error: 'not_a_positive_integer' }))
-    .optional()
-    .meta({
-      description: `Page size, default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are served as ${MAX_PAGE_SIZE}.`,
-    }),
+  limit: pageLimitSchema.meta({
+    description: `Page size, default ${DEFAULT_PAGE_SIZE}; values above ${MAX_PAGE_SIZE} are served as ${MAX_PAGE_SIZE}.`,
+  }),
 });
 
 export const deviceListSchema = z.object({

@@ -91,7 +91,7 @@ const toCandidateWire = (c: PairingCandidateRow): CandidateWire => ({
  * The device as just recorded, for the rare answer given before the devices read model caught up (its
  * created_at is then this moment rather than the recorded one). The radio address is not copied.
  */
-function justRegistered(d: Awaited<ReturnType<typeof adoptCandidate>>['device']): DeviceRecord {
+function justRegistered(d: Awaited<ReturnType<typeof adoptCandidate>>['device'], at: Date): DeviceRecord {
   return {
     deviceId: d.deviceId,
     status: 'active',
@@ -102,7 +102,7 @@ function justRegistered(d: Awaited<ReturnType<typeof adoptCandidate>>['device'])
     kind: d.kind,
     profile: d.profile,
     capabilities: d.capabilities,
-    createdAt: new Date(),
+    createdAt: at,
   };
 }
 
@@ -124,8 +124,9 @@ function toSessionWire(s: PairingSessionRow, candidates: readonly PairingCandida
  * exactly like a missing one. Decisions fold the hub's pairing stream; answers are read back from the
  * pairing read model once it has caught up with the write, so a GET right after sees it.
  */
-export function pairingRoutes(deps: { pool: Pool; store: EventStore }): Router {
+export function pairingRoutes(deps: { pool: Pool; store: EventStore; now: () => number }): Router {
   const router = Router();
+  const now = () => new Date(deps.now());
   const writeScope = requireScope('devices:write');
   const metadataOf = (req: Request) => ({ clientId: req.principal!.clientId, requestId: req.id });
   const caughtUp = (position: string, ...projectors: string[]) =>
@@ -152,7 +153,7 @@ export function pairingRoutes(deps: { pool: Pool; store: EventStore }): Router {
     const projectId = req.principal!.projectId;
     const opened = await openPairingWindow(
       deps.store,
-      { projectId, hubId: request.hubId, durationSeconds: request.durationSeconds, now: new Date() },
+      { projectId, hubId: request.hubId, durationSeconds: request.durationSeconds, now: now() },
       metadataOf(req),
     );
     await caughtUp(opened.position, 'pairing');
@@ -181,7 +182,7 @@ export function pairingRoutes(deps: { pool: Pool; store: EventStore }): Router {
     const session = await sessionOf(req);
     const { position } = await closePairingWindow(
       deps.store,
-      { hubId: session.hubId, sessionId: session.sessionId, reason: 'closed_by_client', now: new Date() },
+      { hubId: session.hubId, sessionId: session.sessionId, reason: 'closed_by_client', now: now() },
       metadataOf(req),
     );
     if (position) await caughtUp(position, 'pairing');
@@ -198,14 +199,14 @@ export function pairingRoutes(deps: { pool: Pool; store: EventStore }): Router {
         hubId: session.hubId,
         sessionId: session.sessionId,
         ieeeAddr: canonicalIeeeAddr(ieeeAddr),
-        now: new Date(),
+        now: now(),
       },
       metadataOf(req),
     );
     await caughtUp(adopted.position, 'pairing', 'devices');
     const record = await findDevice(deps.pool, session.projectId, adopted.device.deviceId);
     const body: z.output<typeof adoptionSchema> = {
-      device: toDeviceWire(record ?? justRegistered(adopted.device)),
+      device: toDeviceWire(record ?? justRegistered(adopted.device, now())),
       write_blocked: [...adopted.writeBlocked],
     };
     res.status(201).set('Cache-Control', 'no-store').json(body);
@@ -217,7 +218,7 @@ export function pairingRoutes(deps: { pool: Pool; store: EventStore }): Router {
     const session = await sessionOf(req);
     const { position } = await rejectCandidate(
       deps.store,
-      { hubId: session.hubId, sessionId: session.sessionId, ieeeAddr, now: new Date() },
+      { hubId: session.hubId, sessionId: session.sessionId, ieeeAddr, now: now() },
       metadataOf(req),
     );
     await caughtUp(position, 'pairing');

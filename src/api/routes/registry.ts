@@ -9,12 +9,14 @@ import { pairingRoutes } from './pairing.js';
 import { siteRoutes } from './sites.js';
 
 /** The registry's read API and bindings, to mount under /v1 behind authentication. */
-export function registryRoutes(deps: { pool: Pool; store: EventStore }): Router {
+/** `now` is the routes' clock (milliseconds since the epoch); tests move it. */
+export function registryRoutes(deps: { pool: Pool; store: EventStore; now?: () => number }): Router {
+  const routeDeps = { pool: deps.pool, store: deps.store, now: deps.now ?? Date.now };
   const router = Router();
   router.use(deviceRoutes({ pool: deps.pool, cursorKey: cursorKeys(deps.pool) }));
-  router.use(siteRoutes(deps));
+  router.use(siteRoutes(routeDeps));
   router.use(catalogueRoutes());
-  router.use(bindingRoutes(deps));
-  router.use(pairingRoutes(deps));
+  router.use(bindingRoutes(routeDeps));
+  router.use(pairingRoutes(routeDeps));
   return router;
 }

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { CAPABILITY_KEYS, findCapability } from '../../domain/catalogue/index.js';
 import { NotFound } from '../../domain/errors.js';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../../domain/time.js';
 import {
   MAX_WINDOW_MS,
   RESOLUTIONS,
@@ -12,11 +13,25 @@ import {
 import type { Pool } from '../../infra/postgres/pool.js';
 import { findDevice } from '../../projections/devices/queries.js';
 import { requireScope } from '../auth/require-scope.js';
+import { HttpProblem } from '../http-errors.js';
 import { parseQuery, queryProblem } from '../validation.js';
 import { RAW_POINT_LIMIT, bucketPoints, rawPoints, servedAggregations } from './telemetry-points.js';
 
-const DAY_MS = 86_400_000;
 const days = (r: Resolution) => MAX_WINDOW_MS[r] / DAY_MS;
+
+/**
+ * The most stored bucket rows one query may load (buckets of the table it reads × capabilities): 5m is
+ * served from 1m rows, so a month of it is 44,640 rows per capability. Raw answers page instead (nextFrom).
+ */
+const MAX_STORED_ROWS = 50_000;
+const SOURCE_ROW_MS: Readonly<Record<Exclude<Resolution, 'raw'>, number>> = {
+  '1m': MINUTE_MS,
+  '5m': MINUTE_MS,
+  '1h': HOUR_MS,
+  '1d': DAY_MS,
+};
+const storedRows = (resolution: Exclude<Resolution, 'raw'>, fromMs: number, toMs: number) =>
+  Math.ceil((toMs - fromMs) / SOURCE_ROW_MS[resolution]);
 
 const timestamp = (description: string) =>
   z.iso
@@ -94,6 +109,16 @@ export function telemetryRoutes(deps: { pool: Pool }): Router {
     const device = await findDevice(deps.pool, req.principal!.projectId, String(req.params.publicId));
     if (!device) throw new NotFound('device');
     const capabilities = asked ?? defaultCapabilities(device.capabilities, query.resolution);
+    if (
+      query.resolution !== 'raw' &&
+      storedRows(query.resolution, fromMs, toMs) * capabilities.length > MAX_STORED_ROWS
+    ) {
+      throw new HttpProblem(400, 'invalid_query', {
+        reason: 'too_many_points',
+        parameter: 'capabilities',
+        maxPoints: MAX_STORED_ROWS,
+      });
+    }
     const window = { deviceId: device.deviceId, capabilities, fromMs, toMs };
 
     let body: TelemetryWire;

@@ -1,6 +1,7 @@
 import { authMethodSchema, projectIdSchema, SCOPES } from '../../domain/identity/index.js';
 import { InvalidInput, NotFound } from '../../domain/errors.js';
 import { createClient, revokeClient } from '../../identity/clients.js';
+import { ClientSecretHasher } from '../../identity/secret-hash.js';
 import { loadProject } from '../../identity/projects.js';
 import { catchUpProjector } from '../../projections/catch-up.js';
 import { identityProjector } from '../../projections/identity/projector.js';
@@ -19,9 +20,10 @@ export async function clientCreate(
   const auth = authMethodSchema.safeParse(options.auth ?? 'post');
   if (!auth.success) throw new CliError(`client create: --auth must be post or basic`);
   const scopes = options.scopes.split(/[\s,]+/).filter(Boolean);
-  await withCliContext(async ({ store }) => {
+  await withCliContext(async ({ store, database }) => {
     const client = await createClient(
       store,
+      new ClientSecretHasher(database.pool),
       { projectId: options.project!, scopes, authMethod: auth.data, name: options.name },
       METADATA,
     ).catch((error: unknown) => {

@@ -1,6 +1,6 @@
 import { CliError, type Output } from '../output.js';
 import { clientCreate, clientList, clientRevoke } from './clients.js';
-import { keysRotate } from './keys.js';
+import { keysRevoke, keysRotate } from './keys.js';
 import { projectCreate } from './projects.js';
 
 export const IDENTITY_USAGE = `  project create --name NAME                        create a project (tenant)
@@ -8,7 +8,8 @@ export const IDENTITY_USAGE = `  project create --name NAME                     
                                                     create an OAuth client; its secret is shown once
   client list --project ID                          a project's clients (never secrets)
   client revoke CLIENT_ID                           revoke a client and its tokens
-  keys rotate                                       sign access tokens with a new key`;
+  keys rotate                                       sign access tokens with a new key
+  keys revoke KID                                   emergency: tokens signed by KID stop within 10 s`;
 
 export interface IdentityOptions {
   readonly name?: string;
@@ -37,6 +38,8 @@ export function identityCommand(
       return clientRevoke(out, arg);
     case 'keys rotate':
       return keysRotate(out);
+    case 'keys revoke':
+      return keysRevoke(out, arg);
     default:
       throw new CliError(`unknown command ${action}; see devcloud --help`);
   }

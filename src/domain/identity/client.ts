@@ -6,6 +6,8 @@ import { canonicalScopes, isScope, type ScopeName } from './scopes.js';
 /** An OAuth client: a service credential of one project, carrying the scopes it may be issued. */
 export const clientStream = (clientId: string) => `client-${clientId}`;
 
+const SCRYPT_PREFIX = '$scrypt$';
+
 export type ClientCommand =
   | {
       readonly type: 'CreateClient';
@@ -18,7 +20,9 @@ export type ClientCommand =
       readonly secretHash: string;
       readonly name?: string;
     }
-  | { readonly type: 'RevokeClient'; readonly clientId: string };
+  | { readonly type: 'RevokeClient'; readonly clientId: string }
+  /** Records the same secret under a keyed hash; only ever replaces a scrypt hash, once. */
+  | { readonly type: 'RehashClientSecret'; readonly clientId: string; readonly secretHash: string };
 
 export type ClientState =
   | { readonly status: 'none' }
@@ -43,6 +47,16 @@ export const clientDecider: Decider<ClientCommand, ClientEvent, ClientState> = {
         // Revoking twice changes nothing, so a retried revoke records nothing new.
         if (state.status === 'revoked') return [];
         return [{ type: 'ClientRevoked', data: { clientId: state.clientId, projectId: state.projectId } }];
+      case 'RehashClientSecret':
+        if (state.status === 'none') throw new NotFound('client');
+        // Two servers migrating the same client at once: the second finds it done and records nothing.
+        if (!state.secretHash.startsWith(SCRYPT_PREFIX)) return [];
+        return [
+          {
+            type: 'ClientSecretRehashed',
+            data: { clientId: state.clientId, projectId: state.projectId, secretHash: command.secretHash },
+          },
+        ];
     }
   },
   evolve(state, event) {
@@ -53,6 +67,8 @@ export const clientDecider: Decider<ClientCommand, ClientEvent, ClientState> = {
       }
       case 'ClientRevoked':
         return state.status === 'none' ? state : { ...state, status: 'revoked' };
+      case 'ClientSecretRehashed':
+        return state.status === 'none' ? state : { ...state, secretHash: event.data.secretHash };
     }
   },
 };

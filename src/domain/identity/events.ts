@@ -2,10 +2,15 @@ import { z } from 'zod';
 import { defineEvent, type DomainEvent } from '../events/definition.js';
 import { SCOPES } from './scopes.js';
 
-/** A stored secret hash in PHC string form: `$scrypt$ln=..,r=..,p=..$salt$hash` (never the secret). */
-export const secretHashSchema = z
-  .string()
-  .regex(/^\$scrypt\$ln=\d+,r=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/);
+/**
+ * A stored secret hash (never the secret): a keyed HMAC-SHA-256, `$hmac-sha256$k=KEY_ID$mac`, or, for
+ * clients created before keyed hashes, scrypt in PHC string form, `$scrypt$ln=..,r=..,p=..$salt$hash`.
+ */
+const keyedSecretHashSchema = z.string().regex(/^\$hmac-sha256\$k=[A-Za-z0-9_-]{1,32}\$[A-Za-z0-9+/]+$/);
+export const secretHashSchema = z.union([
+  keyedSecretHashSchema,
+  z.string().regex(/^\$scrypt\$ln=\d+,r=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/),
+]);
 
 export const projectIdSchema = z.string().regex(/^prj_[A-Za-z0-9_-]{8,64}$/);
 export const clientIdSchema = z.string().regex(/^cli_[A-Za-z0-9_-]{8,64}$/);
@@ -34,7 +39,16 @@ export const ClientRevoked = defineEvent(
   z.object({ clientId: clientIdSchema, projectId: projectIdSchema }),
 );
 
-export const identityEvents = [ProjectCreated, ClientCreated, ClientRevoked] as const;
+/** The client's secret, unchanged, is recorded under a cheaper hash (a scrypt hash migrated to the keyed one). */
+export const ClientSecretRehashed = defineEvent(
+  'ClientSecretRehashed',
+  z.object({ clientId: clientIdSchema, projectId: projectIdSchema, secretHash: keyedSecretHashSchema }),
+);
+
+export const identityEvents = [ProjectCreated, ClientCreated, ClientRevoked, ClientSecretRehashed] as const;
 
 export type ProjectEvent = DomainEvent<typeof ProjectCreated>;
-export type ClientEvent = DomainEvent<typeof ClientCreated> | DomainEvent<typeof ClientRevoked>;
+export type ClientEvent =
+  | DomainEvent<typeof ClientCreated>
+  | DomainEvent<typeof ClientRevoked>
+  | DomainEvent<typeof ClientSecretRehashed>;

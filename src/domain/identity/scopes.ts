@@ -1,6 +1,7 @@
 /**
- * The scopes an OAuth client may hold and a token may carry. The first six are the spec's; the two grant
- * privileges are ours (the spec leaves their names open and says revoking needs less than granting).
+ * The scopes an OAuth client may hold and a token may carry. Six are the spec's; commands:read and
+ * commands:write and the two grant privileges are ours (the spec leaves their names open and says revoking
+ * needs less than granting).
  */
 export const SCOPES = [
   'devices:read',
@@ -8,6 +9,8 @@ export const SCOPES = [
   'telemetry:read',
   'telemetry:live',
   'catalog:read',
+  'commands:read',
+  'commands:write',
   'commands:high_risk',
   'grants:admin',
   'grants:revoke',

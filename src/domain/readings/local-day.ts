@@ -4,9 +4,9 @@
  * clocks jump over midnight starts its day at the jump. Times are milliseconds since the epoch (UTC).
  */
 
-const MINUTE_MS = 60_000;
-const HOUR_MS = 60 * MINUTE_MS;
-export const DAY_MS = 24 * HOUR_MS;
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../time.js';
+
+export { DAY_MS };
 
 export interface LocalDay {
   /** First instant of the local day. */

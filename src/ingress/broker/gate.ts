@@ -8,6 +8,7 @@ import type {
   Subscription,
 } from 'aedes';
 import type { Logger } from 'pino';
+import { isDataError } from '../../infra/postgres/errors.js';
 import { mayPublish, maySubscribe, type PublishDecision } from './acl.js';
 import type { AgentDirectory, AgentRecord } from './agent-directory.js';
 import { RejectedMessage } from './rejected-message.js';
@@ -48,7 +49,8 @@ type ConnectIntent = Pick<ConnectPacket, 'clientId' | 'will'>;
  * Durability: aedes writes a QoS 1 PUBACK after authorizePublish calls back and before anything else
  * runs, so the uplink handler is awaited inside authorizePublish. Its outcomes:
  * - resolves: callback(null), PUBACK, done;
- * - RejectedMessage: counted, logged, callback(null): PUBACK and drop (retrying cannot fix it);
+ * - RejectedMessage, or a PostgreSQL data error outside readings: counted, logged, callback(null): PUBACK
+ *   and drop (retrying cannot fix it);
  * - any other error: callback(error): aedes closes the connection without a PUBACK (MQTT-3.3.5-2),
  *   and the agent redelivers the message when it reconnects.
  * A message that authorizePublish lets through is still handed to aedes' router, so authorizeForward
@@ -209,11 +211,12 @@ export class AgentGate {
     try {
       await this.#options.onUplink(session.agent, decision.topic, payload);
     } catch (error) {
-      if (error instanceof RejectedMessage) {
+      const final = finalRejection(error, decision.topic);
+      if (final) {
         this.#options.rejections.report(
           'payload_rejected',
           session.agentId,
-          `${error.reason}: ${packet.topic}: ${error.message}`,
+          `${final.reason}: ${packet.topic}: ${final.message}`,
         );
         return;
       }
@@ -304,6 +307,19 @@ export class AgentGate {
     if (!session || !packet.topic.startsWith(`${agentPrefix(session.agentId)}down/`)) return null;
     return packet;
   }
+}
+
+/**
+ * A failure that redelivery cannot fix: the handler's RejectedMessage, or PostgreSQL refusing the values
+ * themselves (SQLSTATE class 22, e.g. a NUL the payload schemas missed). Not for readings: they are appended
+ * in batches with other agents' messages, so a data error there need not be this message's, and dropping
+ * it could lose good readings; the readings schema refuses what PostgreSQL cannot store instead.
+ */
+function finalRejection(error: unknown, topic: UplinkTopic): { reason: string; message: string } | undefined {
+  if (error instanceof RejectedMessage) return error;
+  if (topic.kind !== 'readings' && isDataError(error))
+    return { reason: 'data_error', message: errorMessage(error) };
+  return undefined;
 }
 
 function isOwnOfflineWill(agentId: string, will: NonNullable<ConnectPacket['will']>): boolean {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isPublicId, PUBLIC_ID_PATTERN, storableText, withoutTrailingNul } from '../../domain/text.js';
 import { isAgentId } from '../pki/agent-identity.js';
 import { RejectedMessage } from './rejected-message.js';
 
@@ -8,13 +9,6 @@ import { RejectedMessage } from './rejected-message.js';
  */
 export const CONTRACT_VERSION = 'v1';
 export const TOPIC_ROOT = `dc/${CONTRACT_VERSION}/agents`;
-
-/** Public ids of devices (and hubs) as they appear in topics. Same alphabet as agent ids. */
-const PUBLIC_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
-
-export function isPublicId(value: string): boolean {
-  return PUBLIC_ID_PATTERN.test(value);
-}
 
 export function agentPrefix(agentId: string): string {
   return `${TOPIC_ROOT}/${agentId}/`;
@@ -76,7 +70,7 @@ export const readingsPayload = z.object({
     .array(
       z.object({
         capability: capabilityKey,
-        value: z.union([z.number(), z.boolean(), z.string().max(256)]),
+        value: z.union([z.number(), z.boolean(), storableText().max(256)]),
         deviceTime: timestamp.optional(),
       }),
     )
@@ -91,21 +85,37 @@ export const deviceStatusPayload = z.object({
 
 export const agentStatusPayload = z.object({
   state: connectivity,
-  agentVersion: z.string().max(64).optional(),
+  agentVersion: storableText().max(64).optional(),
 });
+
+/**
+ * A name a device reports about itself. Zigbee devices pad fixed-size string attributes with NULs, which
+ * PostgreSQL cannot store: the padding is stripped (nothing else is touched, case included); what is left
+ * must be a storable, non-empty string, else the candidate is refused (acknowledged and dropped).
+ */
+const deviceReportedName = z
+  .string()
+  .max(256)
+  .transform(withoutTrailingNul)
+  .pipe(storableText().min(1).max(128));
 
 export const pairingCandidatePayload = z.object({
   sessionId: publicId,
   /** EUI-64 of the joining radio, `0x` and 16 hex digits as zigbee2mqtt prints it. */
   ieeeAddr: z.string().regex(/^0x[0-9a-fA-F]{16}$/),
-  manufacturer: z.string().min(1).max(128),
-  model: z.string().min(1).max(128),
+  manufacturer: deviceReportedName,
+  model: deviceReportedName,
   capabilities: z.array(capabilityKey).max(64),
 });
 
+/**
+ * The agent's outcome of one command. `deviceId` names the device the command was for: the broker checks
+ * it is the agent's own, and the cloud finds the command on that device's stream.
+ */
 export const commandAckPayload = z.object({
+  deviceId: publicId,
   status: z.enum(['applied', 'failed']),
-  detail: z.string().max(512).optional(),
+  detail: storableText().max(512).optional(),
 });
 
 const uplinkPayloads = {
@@ -117,13 +127,6 @@ const uplinkPayloads = {
 } as const;
 
 export type UplinkPayloads = { [K in UplinkKind]: z.infer<(typeof uplinkPayloads)[K]> };
-
-export type UplinkMessage = {
-  [K in UplinkKind]: {
-    readonly topic: Extract<UplinkTopic, { kind: K }>;
-    readonly payload: UplinkPayloads[K];
-  };
-}[UplinkKind];
 
 /**
  * Decodes an uplink payload (UTF-8 JSON) against its topic's schema. A payload that does not fit is the
@@ -172,14 +175,30 @@ export const devicesDownPayload = z.discriminatedUnion('decision', [
   }),
 ]);
 
-/** Provisional: the command dispatch issue owns this shape and may still change it within v1. */
-export const commandsDownPayload = z.object({
-  commandId: publicId,
-  deviceId: publicId,
-  capability: capabilityKey,
-  value: z.union([z.number(), z.boolean(), z.string().max(256)]),
-  expiresAt: timestamp.optional(),
-});
+/**
+ * `apply`: act on the device, then answer on `commands/{commandId}/ack`. A `desired` command may come
+ * again with a higher `attempt` (a setpoint re-sent after a reconnect); an `imperative` one comes once.
+ * `cancel`: the command ended without the agent (cancelled, superseded or expired): drop it if it has not
+ * been applied yet. Nothing is undone on the device.
+ */
+export const commandsDownPayload = z.discriminatedUnion('action', [
+  z.object({
+    action: z.literal('apply'),
+    commandId: publicId,
+    deviceId: publicId,
+    capability: capabilityKey,
+    value: z.union([z.number(), z.boolean(), z.string().max(256)]),
+    mode: z.enum(['desired', 'imperative']),
+    attempt: z.number().int().positive(),
+    expiresAt: timestamp,
+  }),
+  z.object({
+    action: z.literal('cancel'),
+    commandId: publicId,
+    deviceId: publicId,
+    outcome: z.enum(['cancelled', 'superseded', 'expired']),
+  }),
+]);
 
 const downlinkPayloads = {
   pairing: pairingDownPayload,

@@ -1,3 +1,4 @@
+import { DAY_MS } from '../../domain/time.js';
 import 'reflect-metadata';
 import { randomBytes, webcrypto } from 'node:crypto';
 import { isIP } from 'node:net';
@@ -14,7 +15,6 @@ const CA_VALIDITY_DAYS = 3650;
 const SERVER_VALIDITY_DAYS = 365;
 // A device clock a few minutes behind must not see a fresh certificate as not yet valid.
 const BACKDATE_MS = 5 * 60_000;
-const DAY_MS = 86_400_000;
 
 export interface IssuedCertificate {
   readonly certPem: string;

@@ -1,7 +1,6 @@
 import { eventTypes } from '../../domain/events/index.js';
+import { DAY_MS } from '../../domain/time.js';
 import type { EventStore } from '../../eventstore/port.js';
-
-const DAY_MS = 86_400_000;
 
 /**
  * Deletes reading events (every type whose retention is 'readings') recorded more than `retentionDays` ago,

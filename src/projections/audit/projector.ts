@@ -10,13 +10,29 @@ const INSERT_AUDIT_ROWS = `
   SELECT * FROM unnest($1::text[], $2::uuid[], $3::text[], $4::bigint[], $5::text[], $6::timestamptz[], $7::jsonb[], $8::jsonb[])
   ON CONFLICT (position) DO NOTHING`;
 
-/** The audit log projector; by default it follows every event type that is kept for ever. */
+/**
+ * Facts an auditor needs, minus credentials: a client's secret hash stays in the event store (where the token
+ * endpoint reads it) and is never copied into the log.
+ */
+const REDACTED_FIELDS = ['secretHash'];
+
+function redacted(data: unknown): unknown {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) return data;
+  const copy: Record<string, unknown> = { ...(data as Record<string, unknown>) };
+  for (const field of REDACTED_FIELDS) if (field in copy) copy[field] = '[redacted]';
+  return copy;
+}
+
+/**
+ * The audit log projector; by default it follows every event type that is kept for ever. Version 2 stopped
+ * copying client secret hashes: a log written by version 1 is rebuilt from the events.
+ */
 export function auditProjector(
   types: readonly string[] = eventTypes((d) => d.retention === 'forever'),
 ): Projector {
   return {
     name: 'audit',
-    version: 1,
+    version: 2,
     eventTypes: types,
     tables: ['audit_log'],
     schemaSql,
@@ -28,7 +44,7 @@ export function auditProjector(
         events.map((e) => String(e.revision)),
         events.map((e) => e.type),
         events.map((e) => e.recordedAt.toISOString()),
-        events.map((e) => JSON.stringify(e.data)),
+        events.map((e) => JSON.stringify(redacted(e.data))),
         events.map((e) => JSON.stringify(e.metadata)),
       ]);
     },

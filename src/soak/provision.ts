@@ -1,0 +1,73 @@
+import path from 'node:path';
+import { agentFilesFor, readAgentFiles, writeAgentFiles, type AgentFiles } from '../agents/agent-files.js';
+import { registerAgent } from '../agents/register.js';
+import { buildFleet } from '../edge-sim/index.js';
+import type { EventStore } from '../eventstore/port.js';
+import { createProject } from '../identity/projects.js';
+import { loadOrCreateAuthority } from '../ingress/pki/authority.js';
+import { adoptCandidate, joinCandidate } from '../pairing/candidates.js';
+import { openPairingWindow } from '../pairing/windows.js';
+import { createSite } from '../registry/sites.js';
+
+/**
+ * Adopts the simulator's whole fleet for `seed` through the hub's pairing stream (the same services the API
+ * uses), so readings can flow from the first second; the agent learns the public ids when it reports online.
+ */
+export async function adoptSimulatedFleet(
+  store: EventStore,
+  options: {
+    projectId: string;
+    hubId: string;
+    seed: number;
+    devices: number;
+    now: Date;
+    durationSeconds?: number;
+  },
+): Promise<void> {
+  const { projectId, hubId, now } = options;
+  const { sessionId } = await openPairingWindow(store, {
+    projectId,
+    hubId,
+    now,
+    durationSeconds: options.durationSeconds,
+  });
+  for (const device of buildFleet(options.seed, options.devices)) {
+    const candidate = { hubId, sessionId, ieeeAddr: device.ieeeAddr, now };
+    await joinCandidate(store, {
+      ...candidate,
+      manufacturer: device.profile.manufacturer,
+      productModel: device.profile.model,
+      capabilities: device.profile.capabilities,
+    });
+    await adoptCandidate(store, candidate);
+  }
+}
+
+/**
+ * A project, a site, an edge agent with its files under `dataDir/agent` (certificate from the edge CA in
+ * `dataDir/pki`, the one the ingress role loads) and its simulated fleet adopted: everything a crash test or
+ * a soak needs before the simulator connects to `brokerUrl`.
+ */
+export async function provisionSimulatedAgent(
+  store: EventStore,
+  options: { dataDir: string; brokerUrl: string; seed: number; devices: number; timezone?: string },
+): Promise<{ projectId: string; hubId: string; files: AgentFiles }> {
+  const { projectId } = await createProject(store, { name: 'simulated fleet' });
+  const { siteId } = await createSite(store, {
+    projectId,
+    name: 'Yard',
+    timezone: options.timezone ?? 'Europe/Madrid',
+  });
+  const authority = await loadOrCreateAuthority(path.join(options.dataDir, 'pki'));
+  const agent = await registerAgent(store, authority, { projectId, siteId });
+  const dir = path.join(options.dataDir, 'agent');
+  await writeAgentFiles(dir, agentFilesFor(agent, authority.certificatePem, options.brokerUrl));
+  await adoptSimulatedFleet(store, {
+    projectId,
+    hubId: agent.hubId,
+    seed: options.seed,
+    devices: options.devices,
+    now: new Date(),
+  });
+  return { projectId, hubId: agent.hubId, files: await readAgentFiles(dir) };
+}

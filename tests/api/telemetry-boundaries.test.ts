@@ -1,0 +1,143 @@
+import { expect } from 'chai';
+import { startTestApi, type TestApi } from '../support/api-harness.js';
+import { recordReadings } from '../support/readings.js';
+import { call, deviceOf, siteOf } from '../support/registry.js';
+import { createTenant } from '../support/tenants.js';
+
+interface Point {
+  capability_key: string;
+  bucket?: string;
+  time?: string;
+  value: number;
+  samples?: number;
+}
+interface Telemetry {
+  resolution: string;
+  aggregation: string;
+  points: Point[];
+}
+
+const HOUR_MS = 3_600_000;
+
+/** One reading at half past every hour from `first` to `last` (UTC), value 1 so sums count them. */
+function hourly(first: string, last: string): string[] {
+  const times: string[] = [];
+  for (let t = Date.parse(first); t <= Date.parse(last); t += HOUR_MS) times.push(new Date(t).toISOString());
+  return times;
+}
+
+/**
+ * Telemetry edges through the API (docs/telemetry.md): the `to` boundary is exclusive and `from` inclusive,
+ * an aggregation is ignored at `raw`, and a daily bucket is a local day of the site, 23 hours long on the
+ * spring-forward day and 25 hours on the fall-back day (Europe/Berlin, 2026-03-29 and 2026-10-25).
+ */
+describe('telemetry boundaries through the API', () => {
+  let api: TestApi;
+  let token: string;
+  let device: string;
+  const telemetry = async (query: string): Promise<Telemetry> => {
+    const answer = await call(
+      api,
+      'GET',
+      `/v1/devices/${device}/telemetry?capabilities=environment.temperature&${query}`,
+      {
+        token,
+      },
+    );
+    expect(answer.status, answer.text).to.equal(200);
+    return answer.body as Telemetry;
+  };
+
+  before(async () => {
+    api = await startTestApi();
+    const tenant = await createTenant(api, ['telemetry:read']);
+    token = await tenant.token();
+    const site = await siteOf(api, tenant.projectId, 'Berlin', 'Europe/Berlin');
+    device = await deviceOf(api, tenant.projectId, site, { capabilities: ['environment.temperature'] });
+    const times = [
+      ...hourly('2026-03-28T22:30:00.000Z', '2026-03-29T22:30:00.000Z'),
+      ...hourly('2026-10-24T21:30:00.000Z', '2026-10-25T23:30:00.000Z'),
+    ];
+    await recordReadings(
+      api.store,
+      ...times.map((receivedAt) => ({
+        deviceId: device,
+        projectId: tenant.projectId,
+        siteId: site,
+        receivedAt,
+        readings: [{ capability: 'environment.temperature', value: 1 }],
+      })),
+    );
+    await api.catchUp();
+  });
+  after(() => api.close());
+
+  it('takes `from` inclusive and `to` exclusive, raw and bucketed', async () => {
+    const raw = await telemetry('resolution=raw&from=2026-03-29T00:30:00Z&to=2026-03-29T02:30:00Z');
+    expect(raw.points.map((p) => p.time)).to.deep.equal([
+      '2026-03-29T00:30:00.000Z',
+      '2026-03-29T01:30:00.000Z',
+    ]);
+    const minutes = await telemetry('resolution=1m&from=2026-03-29T00:30:00Z&to=2026-03-29T02:30:00Z');
+    expect(minutes.points.map((p) => p.bucket)).to.deep.equal([
+      '2026-03-29T00:30:00.000Z',
+      '2026-03-29T01:30:00.000Z',
+    ]);
+    const hours = await telemetry('resolution=1h&from=2026-03-29T01:00:00Z&to=2026-03-29T02:00:00Z');
+    expect(hours.points.map((p) => p.bucket)).to.deep.equal(['2026-03-29T01:00:00.000Z']);
+    const empty = await telemetry('resolution=raw&from=2026-03-29T00:30:00Z&to=2026-03-29T00:30:00Z');
+    expect(empty.points).to.deep.equal([]);
+  });
+
+  it('ignores an aggregation at raw: the same points, aggregation "none"', async () => {
+    const window = 'resolution=raw&from=2026-03-29T00:00:00Z&to=2026-03-29T04:00:00Z';
+    const plain = await telemetry(window);
+    for (const aggregation of ['max', 'sum', 'increase']) {
+      const asked = await telemetry(`${window}&aggregation=${aggregation}`);
+      expect(asked).to.deep.equal(plain);
+      expect(asked.aggregation).to.equal('none');
+    }
+    expect(plain.points).to.have.length(4);
+  });
+
+  it('makes the spring-forward day a 23-hour bucket from local midnight to local midnight', async () => {
+    const days = await telemetry(
+      'resolution=1d&aggregation=count&from=2026-03-27T23:00:00Z&to=2026-03-30T22:00:00Z',
+    );
+    expect(days.points.map((p) => [p.bucket, p.value])).to.deep.equal([
+      ['2026-03-27T23:00:00.000Z', 1], // 28 March, CET: the reading at 23:30 local
+      ['2026-03-28T23:00:00.000Z', 23], // 29 March: 00:00 CET to 00:00 CEST, 23 hours
+      ['2026-03-29T22:00:00.000Z', 1], // 30 March, CEST
+    ]);
+  });
+
+  it('makes the fall-back day a 25-hour bucket from local midnight to local midnight', async () => {
+    const days = await telemetry(
+      'resolution=1d&aggregation=count&from=2026-10-23T22:00:00Z&to=2026-10-26T23:00:00Z',
+    );
+    expect(days.points.map((p) => [p.bucket, p.value])).to.deep.equal([
+      ['2026-10-23T22:00:00.000Z', 1], // 24 October, CEST: the reading at 23:30 local
+      ['2026-10-24T22:00:00.000Z', 25], // 25 October: 00:00 CEST to 00:00 CET, 25 hours
+      ['2026-10-25T23:00:00.000Z', 1], // 26 October, CET
+    ]);
+  });
+
+  it('caps the stored rows one query may load: 400 too_many_points, with the cap in the answer', async () => {
+    // 5m is served from 1m rows: 31 days are 44,640 rows per capability; one fits under 50,000, two do not.
+    const month = 'resolution=5m&from=2026-03-01T00:00:00Z&to=2026-04-01T00:00:00Z';
+    expect((await telemetry(month)).resolution).to.equal('5m');
+    const answer = await call(
+      api,
+      'GET',
+      `/v1/devices/${device}/telemetry?${month}&capabilities=environment.temperature,environment.humidity`,
+      { token },
+    );
+    expect(answer.status, answer.text).to.equal(400);
+    expect(answer.body).to.deep.equal({
+      error: 'invalid_query',
+      reason: 'too_many_points',
+      parameter: 'capabilities',
+      maxPoints: 50_000,
+    });
+  });
+});

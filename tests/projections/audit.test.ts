@@ -1,0 +1,78 @@
+import { expect } from 'chai';
+import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { createClient } from '../../src/identity/clients.js';
+import { createProject } from '../../src/identity/projects.js';
+import { ClientSecretHasher } from '../../src/identity/secret-hash.js';
+import { auditProjector } from '../../src/projections/audit/projector.js';
+import { catchUpProjector } from '../../src/projections/catch-up.js';
+import { readCheckpoint } from '../../src/projections/checkpoints.js';
+import { runProjector } from '../../src/projections/runner.js';
+import { createLogger } from '../../src/infra/logger.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+describe('audit log', () => {
+  let db: TestDatabase;
+  let store: PostgresEventStore;
+  beforeEach(async () => {
+    db = await freshDatabase();
+    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+  });
+  afterEach(async () => {
+    await store.close();
+    await db.drop();
+  });
+
+  it('keeps every control-plane fact but never a client secret hash', async () => {
+    const { projectId } = await createProject(store, { name: 'Acme' });
+    const client = await createClient(store, new ClientSecretHasher(db.pool), {
+      projectId,
+      scopes: ['devices:read'],
+    });
+    await catchUpProjector(db.pool, store, auditProjector(), 2000, client.position);
+    const { rows } = await db.pool.query<{ event_type: string; data: Record<string, unknown> }>(
+      `SELECT event_type, data FROM audit_log ORDER BY position`,
+    );
+    expect(rows.map((r) => r.event_type)).to.deep.equal(['ProjectCreated', 'ClientCreated']);
+    expect(rows[1]!.data).to.include({ clientId: client.clientId, secretHash: '[redacted]' });
+    expect(JSON.stringify(rows)).not.to.match(/hmac-sha256|scrypt/);
+  });
+
+  it('a log written by the version that copied hashes is rebuilt without them', async () => {
+    const { projectId } = await createProject(store, { name: 'Acme' });
+    const client = await createClient(store, new ClientSecretHasher(db.pool), {
+      projectId,
+      scopes: ['devices:read'],
+    });
+    // What version 1 left behind: the hash copied into the log, and its checkpoint at the head.
+    const projector = auditProjector();
+    await catchUpProjector(db.pool, store, projector, 2000, client.position);
+    await db.pool.query(
+      `UPDATE audit_log SET data = data || jsonb_build_object('secretHash', '$scrypt$ln=15,r=8,p=1$c2FsdA$aGFzaA')
+        WHERE event_type = 'ClientCreated'`,
+    );
+    await db.pool.query(`UPDATE projection.checkpoints SET version = 1 WHERE projector = 'audit'`);
+    const leaked = async () =>
+      (await db.pool.query(`SELECT 1 FROM audit_log WHERE data::text LIKE '%scrypt%'`)).rowCount;
+    expect(await leaked()).to.equal(1);
+
+    const stop = new AbortController();
+    const running = runProjector(db.pool, store, projector, {
+      batchSize: 100,
+      locks: db.locks,
+      signal: stop.signal,
+      logger: createLogger('silent'),
+    });
+    try {
+      const deadline = Date.now() + 20_000;
+      while ((await readCheckpoint(db.pool, 'audit'))!.version !== projector.version) {
+        if (Date.now() > deadline) throw new Error('no rebuild within 20 s');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      stop.abort();
+      await running;
+    }
+    expect(await leaked()).to.equal(0);
+    expect((await db.pool.query('SELECT 1 FROM audit_log')).rowCount).to.equal(2);
+  });
+});
