@@ -117,7 +117,7 @@ export async function eventStoreBenchmarks(): Promise<void> {
     started = process.hrtime.bigint();
     const result = await rebuildProjector(db.pool, store, projector, { batchSize: 5000 });
     report({
-      figure: 'projection.rebuild',
+      figure: 'projection.rebuild.audit',
       projector: projector.name,
       events: result.eventsApplied,
       batchSize: 5000,

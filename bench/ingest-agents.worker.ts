@@ -4,7 +4,8 @@ import { EdgeSim, type AckedMessage } from '../src/edge-sim/index.js';
 
 /**
  * The ingest benchmark's load generator, on its own thread so the simulated agents do not share the
- * service's event loop. Reports every acknowledged message count and a sample of acknowledged messages.
+ * service's event loop. Reports every acknowledged message count and a sample of acknowledged messages with
+ * the time their PUBACK arrived.
  */
 interface Input {
   readonly agents: readonly AgentFiles[];
@@ -36,7 +37,9 @@ const sims = input.agents.map(
 for (const sim of sims) {
   sim.on('acked', (m: AckedMessage) => {
     acked += 1;
-    if (sampling && acked % input.sampleEvery === 0) port.postMessage({ kind: 'sample', message: m });
+    if (sampling && acked % input.sampleEvery === 0) {
+      port.postMessage({ kind: 'sample', message: m, ackedAtMs: Date.now() });
+    }
   });
   sim.start();
 }
@@ -54,6 +57,6 @@ port.on('message', async (command: { kind: 'count' | 'sample' | 'stop'; on?: boo
   }
   if (command.kind === 'stop') {
     await Promise.all(sims.map((s) => s.stop(2000)));
-    port.postMessage({ kind: 'stopped' });
+    port.postMessage({ kind: 'stopped', acked });
   }
 });

@@ -1,19 +1,30 @@
 /**
- * `npm run bench`: every benchmark, one JSON line per figure on stdout. BENCH_ONLY=name runs one group.
+ * `npm run bench`: every benchmark, one JSON line per figure on stdout. BENCH_ONLY=name[,name] runs some
+ * groups: eventstore, telemetry, components (each ingest component alone), e2e (end-to-end ingest),
+ * ingest (components then e2e, so the end-to-end figures can give their share of each ceiling), live.
  * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
+ * `npm run bench:compare -- FILE...` prints median and spread over several runs' output.
  */
+import { componentBenchmarks } from './components.bench.js';
+import { commandBenchmarks } from './commands.bench.js';
 import { eventStoreBenchmarks } from './eventstore.bench.js';
 import { ingestBenchmarks } from './ingest.bench.js';
+import { liveBenchmarks } from './live.bench.js';
+import { roundTripBenchmarks } from './roundtrip.bench.js';
 import { telemetryBenchmarks } from './telemetry.bench.js';
 
-const groups: Record<string, () => Promise<void>> = {
-  eventstore: eventStoreBenchmarks,
-  telemetry: telemetryBenchmarks,
-  ingest: ingestBenchmarks,
-};
+const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
+  ['eventstore', [], eventStoreBenchmarks],
+  ['telemetry', [], telemetryBenchmarks],
+  ['components', ['ingest'], componentBenchmarks],
+  ['e2e', ['ingest'], ingestBenchmarks],
+  ['commands', [], commandBenchmarks],
+  ['live', [], liveBenchmarks],
+  ['roundtrip', [], roundTripBenchmarks],
+];
 
 const only = process.env.BENCH_ONLY?.split(',');
-for (const [name, run] of Object.entries(groups)) {
-  if (only && !only.includes(name)) continue;
+for (const [name, aliases, run] of groups) {
+  if (only && !only.includes(name) && !aliases.some((a) => only.includes(a))) continue;
   await run();
 }

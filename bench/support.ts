@@ -7,6 +7,15 @@ import { ensureDatabase, startEmbeddedPostgres } from '../src/infra/postgres/emb
 import { migrate } from '../src/infra/postgres/migrate.js';
 import { createPool, type Pool } from '../src/infra/postgres/pool.js';
 
+/** application_name of the bench's own connections, so CPU meters can leave them out. */
+export const BENCH_APPLICATION = 'devcloud-bench';
+
+/**
+ * Each component's ceiling measured earlier in this run (events or messages per second), so the end-to-end
+ * figures can say which share of each one they use.
+ */
+export const ceilings = new Map<string, number>();
+
 /** A throw-away database for one benchmark run: on DATABASE_URL's server, or the embedded cluster. */
 export async function benchDatabase(): Promise<{
   url: string;
@@ -29,7 +38,7 @@ export async function benchDatabase(): Promise<{
   const u = new URL(adminUrl);
   u.pathname = '/' + name;
   const url = u.toString();
-  const pool = createPool(url, { max: 12 });
+  const pool = createPool(url, { max: 12, applicationName: BENCH_APPLICATION });
   await migrate(pool);
   const serverVersion = (await pool.query<{ v: string }>("SELECT current_setting('server_version') AS v"))
     .rows[0]!.v;
@@ -78,4 +87,21 @@ export function samplePayload(i: number) {
     at: '2026-11-21T10:00:00.000Z',
     sequence: i,
   };
+}
+
+/** p50/p95/p99/max in milliseconds, rounded; nulls when there are no values. */
+export function percentiles(values: readonly number[]) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (q: number) =>
+    sorted.length === 0 ? null : round1(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!);
+  return {
+    p50Ms: at(0.5),
+    p95Ms: at(0.95),
+    p99Ms: at(0.99),
+    maxMs: sorted.length ? round1(sorted.at(-1)!) : null,
+  };
+}
+
+function round1(value: number): number {
+  return Number.isFinite(value) ? Math.round(value * 10) / 10 : value;
 }

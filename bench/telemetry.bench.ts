@@ -5,6 +5,7 @@ import { loadConfig } from '../src/config.js';
 import { ReadingsRecorded, readingsStreamName } from '../src/domain/readings/index.js';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import type { BatchEntry } from '../src/eventstore/port.js';
+import { ClientSecretHasher } from '../src/identity/secret-hash.js';
 import { createClient } from '../src/identity/clients.js';
 import { createProject } from '../src/identity/projects.js';
 import { createLogger } from '../src/infra/logger.js';
@@ -34,7 +35,11 @@ export async function telemetryBenchmarks(): Promise<void> {
   let server: Server | undefined;
   try {
     const { projectId } = await createProject(store, { name: 'bench' });
-    const client = await createClient(store, { projectId, scopes: ['telemetry:read'], authMethod: 'post' });
+    const client = await createClient(store, new ClientSecretHasher(db.pool), {
+      projectId,
+      scopes: ['telemetry:read'],
+      authMethod: 'post',
+    });
     const { siteId } = await createSite(store, { projectId, name: 'Berlin', timezone: 'Europe/Berlin' });
     const { deviceId } = await registerDevice(store, {
       projectId,

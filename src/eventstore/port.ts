@@ -56,6 +56,11 @@ export interface BatchEntryResult {
 export interface ReadAllOptions {
   /** Exclusive: events strictly after this position. Omit to read from the start. */
   readonly after?: string;
+  /**
+   * Inclusive, instead of `after`: the event at this position (if still stored) and those after it. The live
+   * stream resumes in the middle of an event that yields several frames with it.
+   */
+  readonly from?: string;
   readonly maxCount: number;
   /** Only these event types (the position still advances past the others). */
   readonly eventTypes?: readonly string[];
@@ -99,6 +104,12 @@ export interface DeleteBeforeOptions {
   readonly batchSize: number;
 }
 
+export interface RetentionPoint {
+  /** Position of the newest event of the types that retention deleted. */
+  readonly horizon: string;
+  readonly recordedBefore: Date;
+}
+
 export interface EventStore {
   readonly kind: 'postgres' | 'kurrentdb';
   append(
@@ -107,8 +118,8 @@ export interface EventStore {
     expectedRevision: ExpectedRevision,
   ): Promise<AppendResult>;
   /**
-   * Appends to several streams. The Postgres adapter does it in one transaction (all or nothing);
-   * KurrentDB does it stream by stream, so callers rely only on per-stream atomicity there.
+   * Appends to several streams, all or nothing: one transaction on Postgres, one multi-stream append on
+   * KurrentDB 25.1+. Only a KurrentDB server older than 25.1 falls back to stream by stream.
    */
   appendMany(appends: readonly StreamAppend[]): Promise<AppendResult[]>;
   /**
@@ -142,6 +153,8 @@ export interface EventStore {
    * resuming from a position before it has missed events.
    */
   retentionHorizon?(eventTypes: readonly string[]): Promise<string | undefined>;
+  /** The horizon with the cut-off of the deletion that set it: events recorded before it may be gone. */
+  retention?(eventTypes: readonly string[]): Promise<RetentionPoint | undefined>;
   /** True when the store answers; used by /health. */
   ping(): Promise<boolean>;
   close(): Promise<void>;
@@ -167,6 +180,20 @@ export class DuplicateEventIdError extends Error {
   ) {
     super(`event ${eventId} already exists outside this append to ${streamName}`);
     this.name = 'DuplicateEventIdError';
+  }
+}
+
+/**
+ * A decision lost the race for its stream on every attempt of the optimistic loop. Nothing was recorded;
+ * the same request can be sent again a moment later (the API answers 503 with Retry-After).
+ */
+export class StreamContendedError extends Error {
+  constructor(
+    readonly streamName: string,
+    readonly attempts: number,
+  ) {
+    super(`stream ${streamName}: still contended after ${attempts} attempts`);
+    this.name = 'StreamContendedError';
   }
 }
 

@@ -1,5 +1,4 @@
 import { once } from 'node:events';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { EdgeSim } from '../../src/edge-sim/index.js';
 import { connectedAgent, until } from '../support/edge-agent.js';
@@ -82,7 +81,12 @@ describe('edge path end to end: a daily counter across local midnights and a DST
       async () => (clock() >= END ? true : undefined),
       60_000,
     );
-    await sleep(1500); // the last acknowledged readings reach the projectors
+    // Every reading the simulator sent is acknowledged (so appended), then every read model reaches the head.
+    await until('the outbox to drain', async () => {
+      const { queued, inflight } = sim!.stats();
+      return queued + inflight === 0 ? true : undefined;
+    });
+    await edge.catchUp();
 
     const telemetry = async (query: string): Promise<Telemetry> => {
       const answer = await call(edge, 'GET', `/v1/devices/${deviceId}/telemetry?${query}`, { token });

@@ -13,6 +13,7 @@ import {
   type ReadAllOptions,
   type ReadAllPage,
   type RecordedEvent,
+  type RetentionPoint,
   type StreamAppend,
   type SubscribeOptions,
   type Subscription,
@@ -182,10 +183,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   async readAll(options: ReadAllOptions): Promise<ReadAllPage> {
-    const after =
-      options.after === undefined
-        ? { transactionId: 0n, globalPosition: 0n }
-        : decodePgPosition(options.after);
+    const after = readStart(options);
     const parameters: unknown[] = [
       String(after.transactionId),
       String(after.globalPosition),
@@ -203,7 +201,8 @@ export class PostgresEventStore implements EventStore {
     let lastPosition = events.at(-1)?.position;
     if (atEnd && head) {
       const headPosition = encodePgPosition(head.transaction_id, head.global_position);
-      if (options.after === undefined || headPosition > options.after) lastPosition = headPosition;
+      const bound = options.after ?? options.from;
+      if (bound === undefined || headPosition > bound) lastPosition = headPosition;
     }
     return { events, lastPosition, atEnd };
   }
@@ -234,12 +233,22 @@ export class PostgresEventStore implements EventStore {
   }
 
   async retentionHorizon(eventTypes: readonly string[]): Promise<string | undefined> {
-    const { rows } = await this.query<{ transaction_id: string; global_position: string }>(
-      RETENTION_HORIZON,
-      [[...eventTypes]],
-    );
+    return (await this.retention(eventTypes))?.horizon;
+  }
+
+  async retention(eventTypes: readonly string[]): Promise<RetentionPoint | undefined> {
+    const { rows } = await this.query<{
+      transaction_id: string;
+      global_position: string;
+      recorded_before: Date;
+    }>(RETENTION_HORIZON, [[...eventTypes]]);
     const row = rows[0];
-    return row ? encodePgPosition(row.transaction_id, row.global_position) : undefined;
+    return row
+      ? {
+          horizon: encodePgPosition(row.transaction_id, row.global_position),
+          recordedBefore: row.recorded_before,
+        }
+      : undefined;
   }
 
   comparePositions(a: string, b: string): number {
@@ -312,6 +321,17 @@ export class PostgresEventStore implements EventStore {
       throw translate(error, undefined);
     }
   }
+}
+
+/** The exclusive lower bound of a read: `from` becomes the (transaction, sequence) pair just before it. */
+function readStart(options: ReadAllOptions): { transactionId: bigint; globalPosition: bigint } {
+  if (options.from !== undefined) {
+    const from = decodePgPosition(options.from);
+    return { transactionId: from.transactionId, globalPosition: from.globalPosition - 1n };
+  }
+  return options.after === undefined
+    ? { transactionId: 0n, globalPosition: 0n }
+    : decodePgPosition(options.after);
 }
 
 function toRecordedEvent(row: EventRow): RecordedEvent {

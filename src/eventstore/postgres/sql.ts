@@ -16,68 +16,27 @@ export const READ_STREAM = `
    ORDER BY stream_revision
    LIMIT $3`;
 
-const HEAD_ROW = `
-  head AS (
-    SELECT e.transaction_id, e.global_position
-      FROM eventstore.events e, horizon h
-     WHERE e.transaction_id < h.xmin
-     ORDER BY e.transaction_id DESC, e.global_position DESC
-     LIMIT 1
-  )`;
-
-const PAGE_WITH_HEAD = `
-  SELECT false AS is_head, p.event_id, p.event_type, p.data, p.metadata, p.stream_name, p.stream_revision,
-         p.transaction_id, p.global_position, p.recorded_at
-    FROM page p
-  UNION ALL
-  SELECT true, NULL, NULL, NULL, NULL, NULL, NULL, h.transaction_id, h.global_position, NULL
-    FROM head h
-  ORDER BY is_head, transaction_id, global_position`;
-
 /**
  * One page of the global order after ($1, $2), only from transactions older than every running one, so
  * nothing can later commit before a position a reader has passed. The last row (is_head) carries the
  * newest visible position, so a filtered reader can move its checkpoint past events it did not want.
+ * The statements live in functions (migration 0300) that pin the plan to an ordered index walk.
  */
 export const READ_ALL = `
-  WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
-  page AS (
-    SELECT e.event_id, e.event_type, e.data, e.metadata, e.stream_name, e.stream_revision,
-           e.transaction_id, e.global_position, e.recorded_at
-      FROM eventstore.events e, horizon h
-     WHERE (e.transaction_id, e.global_position) > ($1::text::xid8, $2::bigint)
-       AND e.transaction_id < h.xmin
-     ORDER BY e.transaction_id, e.global_position
-     LIMIT $3
-  ),${HEAD_ROW}${PAGE_WITH_HEAD}`;
+  SELECT is_head, event_id, event_type, data, metadata, stream_name, stream_revision,
+         transaction_id::text AS transaction_id, global_position, recorded_at
+    FROM eventstore.read_all_page($1::text::xid8, $2::bigint, $3::int)`;
 
-/**
- * The same page restricted to the types in $4: one ordered index range per type (events_type_order),
- * merged, so the cost follows the matching events and not the events around them.
- */
+/** The same page restricted to the types in $4 (events_type_order), merged in global order. */
 export const READ_ALL_OF_TYPES = `
-  WITH horizon AS (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS xmin),
-  page AS (
-    SELECT e.*
-      FROM unnest($4::text[]) AS t(event_type), horizon h,
-      LATERAL (
-        SELECT x.event_id, x.event_type, x.data, x.metadata, x.stream_name, x.stream_revision,
-               x.transaction_id, x.global_position, x.recorded_at
-          FROM eventstore.events x
-         WHERE x.event_type = t.event_type
-           AND (x.transaction_id, x.global_position) > ($1::text::xid8, $2::bigint)
-           AND x.transaction_id < h.xmin
-         ORDER BY x.transaction_id, x.global_position
-         LIMIT $3
-      ) e
-     ORDER BY e.transaction_id, e.global_position
-     LIMIT $3
-  ),${HEAD_ROW}${PAGE_WITH_HEAD}`;
+  SELECT is_head, event_id, event_type, data, metadata, stream_name, stream_revision,
+         transaction_id::text AS transaction_id, global_position, recorded_at
+    FROM eventstore.read_types_page($1::text::xid8, $2::bigint, $3::int, $4::text[])`;
 
 export const HEAD_POSITION = `
   SELECT e.transaction_id::text AS transaction_id, e.global_position
     FROM eventstore.events e
-   WHERE e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+   WHERE e.transaction_id < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
    ORDER BY e.transaction_id DESC, e.global_position DESC
    LIMIT 1`;
 
@@ -128,7 +87,7 @@ export const DELETE_EVENTS_BEFORE = `
   SELECT count(*) AS deleted FROM deleted`;
 
 export const RETENTION_HORIZON = `
-  SELECT transaction_id::text AS transaction_id, global_position
+  SELECT transaction_id::text AS transaction_id, global_position, recorded_before
     FROM eventstore.retention_horizons
    WHERE event_type = ANY ($1::text[])
    ORDER BY transaction_id DESC, global_position DESC

@@ -12,7 +12,8 @@ import type { RecordedEvent } from '../../eventstore/port.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
 import type { Projector } from '../projector.js';
 import { LocalDays } from './local-days.js';
-import { INSERT_SITE_ZONES, RECOMPUTE_INCREASE, RECORD_READINGS, SITE_ZONES } from './sql.js';
+import { foldBatch, type FoldedReading } from './batch-fold.js';
+import { APPLIED_POSITION, INSERT_SITE_ZONES, RECOMPUTE_INCREASE, RECORD_BATCH, SITE_ZONES } from './sql.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 
@@ -21,21 +22,10 @@ const FALLBACK_ZONE = 'UTC';
 
 const COUNTER_KEYS = CAPABILITIES.filter(isCounter).map((c) => c.key);
 
-interface Reading {
-  readonly deviceId: string;
-  readonly capability: string;
-  readonly filedMs: number;
-  readonly eventId: string;
-  readonly ordinal: number;
-  readonly value: number | boolean | string;
-  readonly deviceTime: string | null;
-  readonly serverTime: string;
-  readonly siteId: string | undefined;
-}
-
 /**
- * Raw readings and 1m, 1h and 1d buckets from ReadingsRecorded; site zones from SiteCreated. The buckets
- * are folded in the database in the statement that stores the raw readings (sql.ts, RECORD_READINGS).
+ * Raw readings and 1m, 1h and 1d buckets from ReadingsRecorded; site zones from SiteCreated. A batch's
+ * readings are folded per bucket in memory (batch-fold.ts), then stored with one statement: raw rows, one
+ * upsert per touched bucket, and the applied position (sql.ts, RECORD_BATCH).
  */
 export function telemetryProjector(): Projector {
   // Sites never change zone, so what was once read stays true; it only saves a query per batch.
@@ -46,42 +36,74 @@ export function telemetryProjector(): Projector {
     version: 1,
     keepsHistoryBeyondRetention: true,
     eventTypes: ['ReadingsRecorded', 'SiteCreated'],
-    tables: ['telemetry_raw', 'telemetry_1m', 'telemetry_1h', 'telemetry_1d', 'telemetry_site_zones'],
+    tables: [
+      'telemetry_raw',
+      'telemetry_1m',
+      'telemetry_1h',
+      'telemetry_1d',
+      'telemetry_site_zones',
+      'telemetry_applied',
+    ],
     schemaSql,
     async apply(events, db) {
-      await recordSites(events, db, zones);
-      const readings = events.filter((e) => e.type === 'ReadingsRecorded').flatMap(readingsOf);
-      if (readings.length === 0) return;
-      await loadZones(readings, db, zones);
-      const zoneOf = (r: { siteId: string | undefined }) =>
-        (r.siteId !== undefined && zones.get(r.siteId)) || FALLBACK_ZONE;
-      const capabilities = readings.map((r) => findCapability(r.capability));
-      // Text, and keys retired from the catalogue, are kept raw only: they have no buckets.
-      const numbers = readings.map((r, i) =>
-        typeof r.value === 'string' || capabilities[i] === undefined ? null : Number(r.value),
-      );
+      const applied = (await db.query<{ position: string }>(APPLIED_POSITION)).rows[0]?.position;
+      const fresh = applied === undefined ? events : events.filter((e) => e.position > applied);
+      if (fresh.length === 0) return;
+      await recordSites(fresh, db, zones);
+      const messages = fresh.filter((e) => e.type === 'ReadingsRecorded');
+      await loadZones(messages, db, zones);
+      const raw = rawColumns(messages);
+      const numeric: FoldedReading[] = [];
+      for (let n = 0; n < raw.deviceIds.length; n++) {
+        const value = raw.values[n];
+        const capability = findCapability(raw.capabilities[n]!);
+        // Text, and keys retired from the catalogue, are kept raw only: they have no buckets.
+        if (typeof value === 'string' || capability === undefined) continue;
+        const siteId = raw.siteIds[n];
+        numeric.push({
+          deviceId: raw.deviceIds[n]!,
+          capability: capability.key,
+          filedMs: raw.filedMs[n]!,
+          n,
+          number: Number(value),
+          counter: isCounter(capability),
+          zone: (siteId !== undefined && zones.get(siteId)) || FALLBACK_ZONE,
+        });
+      }
+      const buckets = foldBatch(numeric, (ms, zone) => days.of(ms, zone));
       const { rows } = await db.query<{
         resolution: StoredResolution;
         device_id: string;
         capability: string;
         start_ms: number;
-      }>(RECORD_READINGS, [
-        readings.map((r) => r.deviceId),
-        readings.map((r) => r.capability),
-        readings.map((r) => r.filedMs),
-        readings.map((r) => r.eventId),
-        readings.map((r) => r.ordinal),
-        readings.map((r) => JSON.stringify(r.value)),
-        readings.map((r) => r.deviceTime),
-        readings.map((r) => r.serverTime),
-        numbers,
-        capabilities.map((c) => c !== undefined && isCounter(c)),
-        readings.map((r, i) => (numbers[i] === null ? null : days.of(r.filedMs, zoneOf(r)).start)),
+      }>(RECORD_BATCH, [
+        raw.deviceIds,
+        raw.capabilities,
+        raw.filedMs,
+        raw.eventIds,
+        raw.ordinals,
+        raw.values.map((v) => JSON.stringify(v)),
+        raw.deviceTimes,
+        raw.serverTimes,
+        buckets.map((b) => b.resolution),
+        buckets.map((b) => b.deviceId),
+        buckets.map((b) => b.capability),
+        buckets.map((b) => b.startMs),
+        buckets.map((b) => b.samples),
+        buckets.map((b) => b.sum),
+        buckets.map((b) => b.min),
+        buckets.map((b) => b.max),
+        buckets.map((b) => b.firstMs),
+        buckets.map((b) => b.firstValue),
+        buckets.map((b) => b.lastMs),
+        buckets.map((b) => b.lastValue),
+        buckets.map((b) => b.increase),
+        fresh.at(-1)!.position,
         COUNTER_KEYS,
       ]);
       if (rows.length === 0) return;
       // A late reading landed inside a counter bucket: rebuild its increase from the raw readings.
-      const zoneOfDevice = new Map(readings.map((r) => [r.deviceId, zoneOf(r)]));
+      const zoneOfDevice = new Map(numeric.map((r) => [r.deviceId, r.zone]));
       for (const resolution of ['1m', '1h', '1d'] as const) {
         const stale = rows.filter((r) => r.resolution === resolution);
         if (stale.length === 0) continue;
@@ -107,27 +129,45 @@ async function recordSites(events: readonly RecordedEvent[], db: PoolClient, zon
   for (const s of sites) if (!zones.has(s.siteId)) zones.set(s.siteId, s.timezone);
 }
 
-async function loadZones(readings: readonly Reading[], db: PoolClient, zones: Map<string, string>) {
-  const missing = [...new Set(readings.map((r) => r.siteId))].filter(
-    (id): id is string => id !== undefined && !zones.has(id),
-  );
-  if (missing.length === 0) return;
-  const { rows } = await db.query<{ site_id: string; timezone: string }>(SITE_ZONES, [missing]);
+async function loadZones(messages: readonly RecordedEvent[], db: PoolClient, zones: Map<string, string>) {
+  const missing = new Set<string>();
+  for (const e of messages) {
+    const siteId = (e.data as ReadingsRecordedData).siteId;
+    if (siteId !== undefined && !zones.has(siteId)) missing.add(siteId);
+  }
+  if (missing.size === 0) return;
+  const { rows } = await db.query<{ site_id: string; timezone: string }>(SITE_ZONES, [[...missing]]);
   for (const row of rows) zones.set(row.site_id, row.timezone);
 }
 
-function readingsOf(event: RecordedEvent): Reading[] {
-  const data = event.data as ReadingsRecordedData;
-  const serverMs = Date.parse(data.receivedAt);
-  return data.readings.map((reading, ordinal) => ({
-    deviceId: data.deviceId,
-    capability: reading.capability,
-    filedMs: filedAt(serverMs, reading.deviceTime === undefined ? undefined : Date.parse(reading.deviceTime)),
-    eventId: event.id,
-    ordinal,
-    value: reading.value,
-    deviceTime: reading.deviceTime ?? null,
-    serverTime: data.receivedAt,
-    siteId: data.siteId,
-  }));
+/** The batch's readings as the columns of telemetry_raw, in order of application. */
+function rawColumns(messages: readonly RecordedEvent[]) {
+  const columns = {
+    deviceIds: [] as string[],
+    capabilities: [] as string[],
+    filedMs: [] as number[],
+    eventIds: [] as string[],
+    ordinals: [] as number[],
+    values: [] as (number | boolean | string)[],
+    deviceTimes: [] as (string | null)[],
+    serverTimes: [] as string[],
+    siteIds: [] as (string | undefined)[],
+  };
+  for (const event of messages) {
+    const data = event.data as ReadingsRecordedData;
+    const serverMs = Date.parse(data.receivedAt);
+    data.readings.forEach((reading, ordinal) => {
+      const deviceMs = reading.deviceTime === undefined ? undefined : Date.parse(reading.deviceTime);
+      columns.deviceIds.push(data.deviceId);
+      columns.capabilities.push(reading.capability);
+      columns.filedMs.push(filedAt(serverMs, deviceMs));
+      columns.eventIds.push(event.id);
+      columns.ordinals.push(ordinal);
+      columns.values.push(reading.value);
+      columns.deviceTimes.push(reading.deviceTime ?? null);
+      columns.serverTimes.push(data.receivedAt);
+      columns.siteIds.push(data.siteId);
+    });
+  }
+  return columns;
 }

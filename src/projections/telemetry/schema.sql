@@ -1,6 +1,8 @@
--- Telemetry read model (docs/telemetry.md). Every reading lands in telemetry_raw once (its key is the event
--- and the reading's place in it, so a replayed event adds nothing), and only readings newly stored there
--- are folded into the buckets: pre-aggregated at write time, so a query never scans raw readings.
+-- Telemetry read model (docs/telemetry.md). Every reading lands in telemetry_raw once and is folded into the
+-- buckets: pre-aggregated at write time, so a query never scans raw readings. "Once" is kept by
+-- telemetry_applied, the position of the last event applied, written in the same statement as the rows: an
+-- event at or before it (a replay) is skipped as a whole. (Until migration 0301 a primary key over the
+-- event and the reading's place in it did that, at a unique check per reading.)
 CREATE TABLE IF NOT EXISTS telemetry_raw (
   device_id text COLLATE "C" NOT NULL,
   capability text COLLATE "C" NOT NULL,
@@ -12,9 +14,10 @@ CREATE TABLE IF NOT EXISTS telemetry_raw (
   device_time timestamptz,
   server_time timestamptz NOT NULL,
   -- Order of application (the global order): breaks ties between readings filed at the same time.
-  applied bigint GENERATED ALWAYS AS IDENTITY,
-  PRIMARY KEY (device_id, capability, filed_at, event_id, ordinal)
+  applied bigint GENERATED ALWAYS AS IDENTITY
 );
+-- A device's series in time order: resolution=raw and the recomputation of a counter bucket's increase.
+CREATE INDEX IF NOT EXISTS telemetry_raw_series ON telemetry_raw (device_id, capability, filed_at);
 -- Rows arrive roughly in time order, so a BRIN index finds expired rows for retention at almost no cost.
 CREATE INDEX IF NOT EXISTS telemetry_raw_filed ON telemetry_raw USING brin (filed_at);
 
@@ -40,6 +43,11 @@ CREATE INDEX IF NOT EXISTS telemetry_1m_start ON telemetry_1m USING brin (bucket
 
 CREATE TABLE IF NOT EXISTS telemetry_1h (LIKE telemetry_1m INCLUDING ALL) WITH (fillfactor = 80);
 CREATE TABLE IF NOT EXISTS telemetry_1d (LIKE telemetry_1m INCLUDING ALL) WITH (fillfactor = 80);
+
+CREATE TABLE IF NOT EXISTS telemetry_applied (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  position text COLLATE "C" NOT NULL
+);
 
 -- Site timezones as the telemetry projector saw them (sites never change zone): 1d buckets start at local
 -- midnight. Kept here rather than read from the sites read model, so a replay never depends on another

@@ -19,30 +19,20 @@ const EPOCH = `timestamptz 'epoch'`;
 const MS = `interval '1 millisecond'`;
 
 /**
- * One batch's readings folded into one bucket table: ordered aggregates over `fresh`, merged into the
- * stored rows. Batches come in global order, so on equal times the stored first and the incoming last win;
- * `n` (order of application) breaks ties inside the batch the same way. A counter's increase stays exact
- * when the batch's readings all follow the stored ones; otherwise it becomes null, and the bucket comes back
- * from the statement to be recomputed from its raw readings. `rise` is riseAlong's step and the merge
+ * A batch's buckets of one table (folded per bucket in memory, batch-fold.ts), merged into the stored
+ * rows. Batches come in global order, so on equal times the stored first and the incoming last win. A
+ * counter's increase stays exact when the batch's readings all follow the stored ones; otherwise it becomes
+ * null, and the bucket comes back from the statement to be recomputed from its raw readings. The merge is
  * resetAwareRise (domain/readings/aggregation.ts).
  */
-const fold = (name: string, table: string, bucketMs: string) => `
+const upsertBuckets = (name: string, table: string, resolution: string) => `
   ${name} AS (
     INSERT INTO ${table} AS t (device_id, capability, bucket_start, samples, sum, min, max,
                                first_at, first_value, last_at, last_value, increase)
-    SELECT x.device_id, x.capability, ${EPOCH} + x.bucket_ms * ${MS}, count(*), sum(x.number), min(x.number),
-           max(x.number), ${EPOCH} + min(x.filed_ms) * ${MS}, (array_agg(x.number ORDER BY x.filed_ms, x.n))[1],
-           ${EPOCH} + max(x.filed_ms) * ${MS}, (array_agg(x.number ORDER BY x.filed_ms DESC, x.n DESC))[1],
-           CASE WHEN bool_and(x.counter) THEN sum(x.rise) END
-      FROM (
-        SELECT b.*,
-               CASE WHEN lag(b.number) OVER w IS NULL THEN 0
-                    WHEN b.number >= lag(b.number) OVER w THEN b.number - lag(b.number) OVER w
-                    ELSE b.number END AS rise
-          FROM (SELECT f.*, ${bucketMs} AS bucket_ms FROM fresh f) b
-        WINDOW w AS (PARTITION BY b.device_id, b.capability, b.bucket_ms ORDER BY b.filed_ms, b.n)
-      ) x
-     GROUP BY x.device_id, x.capability, x.bucket_ms
+    SELECT b.device_id, b.capability, ${EPOCH} + b.start_ms * ${MS}, b.samples, b.sum, b.min, b.max,
+           ${EPOCH} + b.first_ms * ${MS}, b.first_value, ${EPOCH} + b.last_ms * ${MS}, b.last_value, b.increase
+      FROM buckets b
+     WHERE b.resolution = '${resolution}'
     ON CONFLICT (device_id, capability, bucket_start) DO UPDATE
        SET samples = t.samples + excluded.samples,
            sum = t.sum + excluded.sum,
@@ -61,45 +51,48 @@ const fold = (name: string, table: string, bucketMs: string) => `
     RETURNING t.device_id, t.capability, t.bucket_start, t.increase
   )`;
 
+/** The position of the last event this read model applied: a replayed event at or before it is skipped. */
+export const APPLIED_POSITION = `SELECT position FROM telemetry_applied`;
+
 /**
- * A batch of readings, one array element per reading in order of application: every reading goes to
- * telemetry_raw once (a reading already there, from a replayed event, is skipped), and only the readings
- * stored now are folded into the 1m, 1h and 1d tables, in one statement. Returns the counter buckets
- * ($12: counter keys) whose increase must be recomputed.
+ * One batch in one statement: its readings appended to telemetry_raw in order of application ($1-$8), its
+ * buckets ($9-$21, one row per bucket and resolution) merged into the 1m, 1h and 1d tables, and the
+ * applied position ($22) moved. Returns the counter buckets ($23: counter keys) whose increase must be
+ * recomputed.
  */
-export const RECORD_READINGS = `
-  WITH input AS (
-    SELECT *
-      FROM unnest($1::text[], $2::text[], $3::int8[], $4::uuid[], $5::int4[], $6::jsonb[], $7::timestamptz[],
-                  $8::timestamptz[], $9::float8[], $10::bool[], $11::int8[])
-           WITH ORDINALITY AS r(device_id, capability, filed_ms, event_id, ordinal, value, device_time,
-                                server_time, number, counter, day_start_ms, n)
-  ),
-  stored AS (
+export const RECORD_BATCH = `
+  WITH raw AS (
     INSERT INTO telemetry_raw (device_id, capability, filed_at, event_id, ordinal, value, device_time, server_time)
-    SELECT i.device_id, i.capability, ${EPOCH} + i.filed_ms * ${MS}, i.event_id, i.ordinal, i.value,
-           i.device_time, i.server_time
-      FROM input i
-     ORDER BY i.n
-    ON CONFLICT DO NOTHING
-    RETURNING event_id, ordinal
+    SELECT r.device_id, r.capability, ${EPOCH} + r.filed_ms * ${MS}, r.event_id, r.ordinal, r.value,
+           r.device_time, r.server_time
+      FROM unnest($1::text[], $2::text[], $3::int8[], $4::uuid[], $5::int4[], $6::jsonb[], $7::timestamptz[],
+                  $8::timestamptz[]) WITH ORDINALITY
+           AS r(device_id, capability, filed_ms, event_id, ordinal, value, device_time, server_time, n)
+     ORDER BY r.n
   ),
-  fresh AS (
-    SELECT i.* FROM input i JOIN stored s ON s.event_id = i.event_id AND s.ordinal = i.ordinal
-     WHERE i.number IS NOT NULL
-  ),${fold('minutes', 'telemetry_1m', 'f.filed_ms - mod(f.filed_ms, 60000)')},${fold(
-    'hours',
-    'telemetry_1h',
-    'f.filed_ms - mod(f.filed_ms, 3600000)',
-  )},${fold('days', 'telemetry_1d', 'f.day_start_ms')}
+  buckets AS (
+    SELECT *
+      FROM unnest($9::text[], $10::text[], $11::text[], $12::int8[], $13::int4[], $14::float8[], $15::float8[],
+                  $16::float8[], $17::int8[], $18::float8[], $19::int8[], $20::float8[], $21::float8[])
+           AS b(resolution, device_id, capability, start_ms, samples, sum, min, max, first_ms, first_value,
+                last_ms, last_value, increase)
+  ),
+  applied AS (
+    INSERT INTO telemetry_applied (singleton, position) VALUES (true, $22)
+    ON CONFLICT (singleton) DO UPDATE SET position = excluded.position
+  ),${upsertBuckets('minutes', 'telemetry_1m', '1m')},${upsertBuckets('hours', 'telemetry_1h', '1h')},${upsertBuckets(
+    'days',
+    'telemetry_1d',
+    '1d',
+  )}
   SELECT '1m' AS resolution, device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8 AS start_ms
-    FROM minutes WHERE increase IS NULL AND capability = ANY ($12::text[])
+    FROM minutes WHERE increase IS NULL AND capability = ANY ($23::text[])
   UNION ALL
   SELECT '1h', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM hours WHERE increase IS NULL AND capability = ANY ($12::text[])
+    FROM hours WHERE increase IS NULL AND capability = ANY ($23::text[])
   UNION ALL
   SELECT '1d', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM days WHERE increase IS NULL AND capability = ANY ($12::text[])`;
+    FROM days WHERE increase IS NULL AND capability = ANY ($23::text[])`;
 
 /**
  * For the touched counter buckets whose increase the merge had to drop: the reset-aware rise along their

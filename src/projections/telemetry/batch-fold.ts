@@ -1,0 +1,133 @@
+import {
+  riseAlong,
+  UTC_BUCKET_MS,
+  utcBucketStart,
+  type LocalDay,
+  type StoredResolution,
+} from '../../domain/readings/index.js';
+
+/** One numeric reading of a batch, in order of application (`n`). */
+export interface FoldedReading {
+  readonly deviceId: string;
+  readonly capability: string;
+  readonly filedMs: number;
+  readonly n: number;
+  readonly number: number;
+  readonly counter: boolean;
+  /** The timezone its 1d bucket follows. */
+  readonly zone: string;
+}
+
+/**
+ * A batch's readings of one bucket, reduced to what the stored row merges with: the same statistics the
+ * bucket table keeps. first/last follow filing time, then order of application; `increase` is the
+ * reset-aware rise along the bucket's readings in that order (counters only, else null).
+ */
+export interface BucketFold {
+  readonly resolution: StoredResolution;
+  readonly deviceId: string;
+  readonly capability: string;
+  readonly startMs: number;
+  samples: number;
+  sum: number;
+  min: number;
+  max: number;
+  firstMs: number;
+  firstN: number;
+  firstValue: number;
+  lastMs: number;
+  lastN: number;
+  lastValue: number;
+  increase: number | null;
+  /** A counter's readings, for its rise once sorted (they nearly always arrive sorted already). */
+  readings: FoldedReading[] | undefined;
+}
+
+interface Series {
+  readonly buckets: [Map<number, BucketFold>, Map<number, BucketFold>, Map<number, BucketFold>];
+  day: LocalDay | undefined;
+}
+
+const before = (ms: number, n: number, thanMs: number, thanN: number) =>
+  ms < thanMs || (ms === thanMs && n < thanN);
+
+/**
+ * Merges a batch's readings into one row per (resolution, device, capability, bucket) in memory, so each
+ * bucket is upserted once per batch whatever the number of its readings. `dayOf` gives the local day of an
+ * instant in a zone (remembered per series, as a device's readings mostly share a day).
+ */
+export function foldBatch(
+  readings: readonly FoldedReading[],
+  dayOf: (ms: number, zone: string) => LocalDay,
+): BucketFold[] {
+  const series = new Map<string, Series>();
+  const result: BucketFold[] = [];
+  for (const r of readings) {
+    const key = r.deviceId + '\u0000' + r.capability;
+    let s = series.get(key);
+    if (!s) {
+      s = { buckets: [new Map(), new Map(), new Map()], day: undefined };
+      series.set(key, s);
+    }
+    if (!s.day || r.filedMs < s.day.start || r.filedMs >= s.day.end) s.day = dayOf(r.filedMs, r.zone);
+    add(s.buckets[0], '1m', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1m']), r, result);
+    add(s.buckets[1], '1h', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1h']), r, result);
+    add(s.buckets[2], '1d', s.day.start, r, result);
+  }
+  for (const fold of result) {
+    if (!fold.readings) continue;
+    fold.increase = riseAlong(
+      fold.readings.sort((a, b) => a.filedMs - b.filedMs || a.n - b.n).map((r) => r.number),
+    );
+    fold.readings = undefined;
+  }
+  return result;
+}
+
+function add(
+  buckets: Map<number, BucketFold>,
+  resolution: StoredResolution,
+  startMs: number,
+  r: FoldedReading,
+  result: BucketFold[],
+): void {
+  const fold = buckets.get(startMs);
+  if (!fold) {
+    const created: BucketFold = {
+      resolution,
+      deviceId: r.deviceId,
+      capability: r.capability,
+      startMs,
+      samples: 1,
+      sum: r.number,
+      min: r.number,
+      max: r.number,
+      firstMs: r.filedMs,
+      firstN: r.n,
+      firstValue: r.number,
+      lastMs: r.filedMs,
+      lastN: r.n,
+      lastValue: r.number,
+      increase: null,
+      readings: r.counter ? [r] : undefined,
+    };
+    buckets.set(startMs, created);
+    result.push(created);
+    return;
+  }
+  fold.samples += 1;
+  fold.sum += r.number;
+  if (r.number < fold.min) fold.min = r.number;
+  if (r.number > fold.max) fold.max = r.number;
+  if (before(r.filedMs, r.n, fold.firstMs, fold.firstN)) {
+    fold.firstMs = r.filedMs;
+    fold.firstN = r.n;
+    fold.firstValue = r.number;
+  }
+  fold.readings?.push(r);
+  if (!before(r.filedMs, r.n, fold.lastMs, fold.lastN)) {
+    fold.lastMs = r.filedMs;
+    fold.lastN = r.n;
+    fold.lastValue = r.number;
+  }
+}
