@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config.js';
 import { AGENTS_USAGE, agentCommand } from './commands/agents.js';
+import { AUDIT_USAGE, auditCommand } from './commands/audit.js';
+import { DEVICE_USAGE, deviceCommand } from './commands/device.js';
 import { EDGE_SIM_USAGE, edgeSimCommand } from './commands/edge-sim.js';
 import { IDENTITY_USAGE, identityCommand } from './commands/identity.js';
 import { migrateCommand } from './commands/migrate.js';
@@ -8,6 +10,7 @@ import { PAIRING_USAGE, pairingCommand } from './commands/pairing.js';
 import { projectionsRebuild, projectionsStatus } from './commands/projections.js';
 import { serve } from './commands/serve.js';
 import { SITES_USAGE, siteCommand } from './commands/sites.js';
+import { SOAK_USAGE, soakCommand } from './commands/soak.js';
 import { CliError, createOutput } from './output.js';
 
 const USAGE = `usage: devcloud <command> [options]
@@ -18,8 +21,11 @@ const USAGE = `usage: devcloud <command> [options]
 ${IDENTITY_USAGE}
 ${SITES_USAGE}
 ${AGENTS_USAGE}
+${DEVICE_USAGE}
 ${PAIRING_USAGE}
 ${EDGE_SIM_USAGE}
+${AUDIT_USAGE}
+${SOAK_USAGE}
 options: --json   print one JSON object per line`;
 
 async function main(argv: string[]): Promise<void> {
@@ -44,11 +50,22 @@ async function main(argv: string[]): Promise<void> {
       rate: { type: 'string' },
       duration: { type: 'string' },
       seed: { type: 'string' },
+      'fail-capabilities': { type: 'string' },
+      'fail-rate': { type: 'string' },
+      'apply-delay-ms': { type: 'string' },
+      'ack-delay-ms': { type: 'string' },
+      device: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      'as-of': { type: 'string' },
+      reason: { type: 'string' },
+      minutes: { type: 'string' },
+      kills: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   const out = createOutput(values.json === true);
-  const [command, sub, arg] = positionals;
+  const [command, sub, arg, target] = positionals;
   if (values.help || !command) {
     process.stdout.write(USAGE + '\n');
     return;
@@ -68,8 +85,14 @@ async function main(argv: string[]): Promise<void> {
       return agentCommand(out, sub, arg, values);
     case 'pairing':
       return pairingCommand(out, sub, values);
+    case 'device':
+      return deviceCommand(out, sub, arg, target, values);
     case 'edge-sim':
       return edgeSimCommand(out, values);
+    case 'audit':
+      return auditCommand(out, sub, values);
+    case 'soak':
+      return soakCommand(values);
     case 'projections':
       if (sub === 'status') return projectionsStatus(out);
       if (sub === 'rebuild') return projectionsRebuild(out, arg);

@@ -9,7 +9,11 @@ export abstract class DomainError extends Error {
 /** A policy refusal (e.g. the safety gate): every reason is a machine-readable code. */
 export class Refusal extends DomainError {
   readonly kind = 'refusal';
-  constructor(readonly reasons: readonly string[]) {
+  constructor(
+    readonly reasons: readonly string[],
+    /** More for the body beside reasons, e.g. the S3 challenge to answer. */
+    readonly details: Readonly<Record<string, unknown>> = {},
+  ) {
     super(`refused: ${reasons.join(', ')}`);
   }
 }

@@ -9,8 +9,10 @@ import {
   downlinkSubscription,
   downlinkTopic,
   pairingDownPayload,
+  parseUplinkTopic,
   uplinkTopic,
 } from '../ingress/broker/topics.js';
+import { SimCommands, type CommandBehaviour } from './commands.js';
 import { buildFleet, type SimulatedDevice } from './fleet.js';
 import { Outbox, type OutboxStats } from './outbox.js';
 import { derivedRandom, type Random } from './random.js';
@@ -37,6 +39,8 @@ export interface EdgeSimOptions {
   readonly maxInflight?: number;
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
   readonly tickMs?: number;
+  /** Failures and delays for commands (default: every command applied and acknowledged at once). */
+  readonly commands?: CommandBehaviour;
   readonly logger?: Logger;
   readonly now?: () => number;
 }
@@ -52,6 +56,7 @@ export interface SimStats extends OutboxStats {
   readonly adopted: number;
   readonly rejected: number;
   readonly commandsApplied: number;
+  readonly commandsFailed: number;
 }
 
 export interface AckedMessage {
@@ -60,6 +65,14 @@ export interface AckedMessage {
   readonly readings: number;
   /** When the message was put together (epoch ms), for latency figures. */
   readonly createdAtMs: number;
+}
+
+/** A readings message as it went onto the wire: once per transmission, redeliveries after a reconnect too. */
+export interface SentMessage {
+  readonly deviceId: string;
+  readonly seq: number;
+  readonly readings: readonly { capability: string; value: SimValue; deviceTime: string }[];
+  readonly atMs: number;
 }
 
 interface DeviceRuntime {
@@ -78,7 +91,10 @@ interface DeviceRuntime {
 /**
  * A reference edge agent: one hub and its simulated devices, over the dc/v1 MQTT contract (docs/mqtt.md,
  * docs/edge-agent.md). Events: connected, disconnected, permit, stop, candidate, adopted, rejected,
- * command, acked (AckedMessage).
+ * acked (AckedMessage), and for commands: command (every `apply` received), applied, failed, repeated (an
+ * imperative command received again, only acknowledged again), cancel (every `cancel` received), dropped
+ * (cancelled before it was applied), sent (SentMessage, only decoded while someone listens: crash tests,
+ * soak).
  */
 export class EdgeSim extends EventEmitter {
   readonly #options: EdgeSimOptions;
@@ -89,6 +105,7 @@ export class EdgeSim extends EventEmitter {
   readonly #outbox: Outbox;
   readonly #hub: DeviceRuntime;
   readonly #devices: DeviceRuntime[];
+  readonly #commands: SimCommands;
   #client: MqttClient | undefined;
   #ticker: NodeJS.Timeout | undefined;
   #reconnectTimer: NodeJS.Timeout | undefined;
@@ -102,7 +119,6 @@ export class EdgeSim extends EventEmitter {
     readingsAcked: 0,
     skippedReadings: 0,
     candidatesSent: 0,
-    commandsApplied: 0,
   };
 
   constructor(options: EdgeSimOptions) {
@@ -137,6 +153,24 @@ export class EdgeSim extends EventEmitter {
     this.#devices = buildFleet(options.seed, options.devices).map((sim) =>
       runtime(sim, sim.profile.capabilities, `device/${sim.index}`),
     );
+    this.#commands = new SimCommands(
+      {
+        apply: (deviceId, capability, value) => {
+          const signal = this.#device(deviceId)?.signals.get(capability);
+          signal?.set(value);
+          return signal !== undefined;
+        },
+        report: (deviceId, capability, value) => this.#report(deviceId, capability, value),
+        ack: (commandId, deviceId, ack) =>
+          this.#control(uplinkTopic.commandAck(this.#agentId, commandId), { deviceId, ...ack }),
+        emit: (event, detail) => {
+          this.#logger?.info({ event, command: detail }, 'command');
+          this.emit(event, detail);
+        },
+      },
+      derivedRandom(options.seed, 'commands'),
+      options.commands,
+    );
     this.#outbox = new Outbox({
       readingsLimit: options.queueLimit ?? 10_000,
       maxInflight: options.maxInflight ?? 256,
@@ -170,10 +204,21 @@ export class EdgeSim extends EventEmitter {
     return {
       ...this.#outbox.stats(),
       ...this.#counts,
+      commandsApplied: this.#commands.applied,
+      commandsFailed: this.#commands.failed,
       connected: this.#client?.connected ?? false,
       adopted: this.#devices.filter((d) => d.publicId !== undefined).length,
       rejected: this.#devices.filter((d) => d.rejected).length,
     };
+  }
+
+  /** How commands are treated from now on (failures, delays); see CommandBehaviour. */
+  get commandBehaviour(): CommandBehaviour {
+    return this.#commands.behaviour;
+  }
+
+  set commandBehaviour(behaviour: CommandBehaviour) {
+    this.#commands.behaviour = behaviour;
   }
 
   start(): void {
@@ -201,6 +246,10 @@ export class EdgeSim extends EventEmitter {
     this.#client.on('close', () => this.#onClose());
     this.#client.on('error', (error) => this.#logger?.debug({ err: error }, 'mqtt error'));
     this.#client.on('message', (topic, payload) => this.#onMessage(topic, payload));
+    this.#client.on('packetsend', (packet) => {
+      if (packet.cmd === 'publish' && this.listenerCount('sent') > 0)
+        this.#onSent(packet.topic, packet.payload);
+    });
     this.#lastTick = this.#now();
     this.#ticker = setInterval(() => this.#tick(), this.#options.tickMs ?? 50);
   }
@@ -210,6 +259,7 @@ export class EdgeSim extends EventEmitter {
     this.#stopping = true;
     clearInterval(this.#ticker);
     clearTimeout(this.#reconnectTimer);
+    this.#commands.close();
     if (this.#client?.connected) {
       this.#control(uplinkTopic.agentStatus(this.#agentId), { state: 'offline' });
       await this.#outbox.drained(graceMs);
@@ -260,6 +310,19 @@ export class EdgeSim extends EventEmitter {
     }, delay);
   }
 
+  // The MQTT client resends unacknowledged publishes itself after a reconnect: only its packets show them.
+  #onSent(topic: string, payload: Buffer | string): void {
+    const parsed = parseUplinkTopic(topic);
+    if (parsed?.kind !== 'readings') return;
+    const body = JSON.parse(payload.toString()) as Pick<SentMessage, 'seq' | 'readings'>;
+    this.emit('sent', {
+      deviceId: parsed.deviceId,
+      seq: body.seq,
+      readings: body.readings,
+      atMs: this.#now(),
+    } satisfies SentMessage);
+  }
+
   #onMessage(topic: string, payload: Buffer): void {
     let body: unknown;
     try {
@@ -275,7 +338,9 @@ export class EdgeSim extends EventEmitter {
       if (message.success) this.#onDecision(message.data);
     } else if (topic === downlinkTopic(this.#agentId, 'commands')) {
       const message = commandsDownPayload.safeParse(body);
-      if (message.success) this.#onCommand(message.data);
+      if (!message.success) return;
+      if (message.data.action === 'apply') this.emit('command', message.data);
+      this.#commands.receive(message.data);
     }
   }
 
@@ -322,15 +387,23 @@ export class EdgeSim extends EventEmitter {
     }
   }
 
-  #onCommand(command: { commandId: string; deviceId: string; capability: string; value: SimValue }): void {
-    const device = [this.#hub, ...this.#devices].find((d) => d.publicId === command.deviceId);
-    const signal = device?.signals.get(command.capability);
-    const ack = signal ? { status: 'applied' } : { status: 'failed', detail: 'unknown device or capability' };
-    signal?.set(command.value);
-    if (signal) this.#counts.commandsApplied += 1;
-    this.#logger?.info({ command, ack }, 'command');
-    this.emit('command', command);
-    this.#control(uplinkTopic.commandAck(this.#agentId, command.commandId), ack);
+  #device(publicId: string): DeviceRuntime | undefined {
+    return [this.#hub, ...this.#devices].find((d) => d.publicId === publicId);
+  }
+
+  /** The value a command set, reported at once as a reading of its own (ahead of the readings queue). */
+  #report(deviceId: string, capability: string, value: SimValue): void {
+    const device = this.#device(deviceId);
+    if (!device) return;
+    const now = this.#now();
+    const deviceTime = new Date(now + (device.sim?.clockSkewMs ?? 0)).toISOString();
+    const seq = ++device.seq;
+    this.#counts.messages += 1;
+    this.#counts.readings += 1;
+    this.#control(uplinkTopic.readings(this.#agentId, deviceId), {
+      seq,
+      readings: [{ capability, value, deviceTime }],
+    });
   }
 
   #tick(): void {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Decider } from '../domain/decider.js';
 import {
+  StreamContendedError,
   WrongExpectedRevisionError,
   type AppendResult,
   type EventStore,
@@ -23,8 +24,14 @@ export interface HandleResult<Event, State> {
 interface HandleOptions<Event> {
   metadata?: Record<string, unknown>;
   eventIds?: (event: Event, index: number) => string;
+  /** Decisions tried before giving up with StreamContendedError (default DEFAULT_MAX_ATTEMPTS). */
   maxAttempts?: number;
 }
+
+export const DEFAULT_MAX_ATTEMPTS = 12;
+/** Full-jitter back-off between attempts: a random wait in [0, min(cap, base * 2^attempt)) ms. */
+const BACKOFF_BASE_MS = 2;
+const BACKOFF_CAP_MS = 200;
 
 /**
  * What a decision on one stream records: its own events, appends to other streams that must land with them
@@ -64,6 +71,12 @@ export async function handleCommand<Command, Event extends TypedEvent, State>(
 /**
  * The same optimistic loop for a decision that is not a plain decider command, or that also writes other
  * streams: `decide` runs again on a fresh read whenever the stream moved in between.
+ *
+ * Losing the race is normal, not an error. Within one process, decisions on one stream take turns (so a
+ * burst on one hub or one device costs no wasted round trips); across processes the loser re-reads after
+ * a full-jitter back-off. A decision that still loses after `maxAttempts` fails with StreamContendedError,
+ * which the API answers 503 with Retry-After. A conflict on an alongside stream is the caller's to read:
+ * it is thrown as it is.
  */
 export async function decideOnStream<Event extends TypedEvent, State, Result>(
   store: EventStore,
@@ -72,7 +85,17 @@ export async function decideOnStream<Event extends TypedEvent, State, Result>(
   decide: (state: State) => Decision<Event, Result>,
   options: HandleOptions<Event> = {},
 ): Promise<{ result: Result; state: State; appended: AppendResult[] }> {
-  const maxAttempts = options.maxAttempts ?? 5;
+  return takeTurn(store, streamName, () => optimisticLoop(store, streamName, folding, decide, options));
+}
+
+async function optimisticLoop<Event extends TypedEvent, State, Result>(
+  store: EventStore,
+  streamName: string,
+  folding: Pick<Decider<unknown, Event, State>, 'initialState' | 'evolve'>,
+  decide: (state: State) => Decision<Event, Result>,
+  options: HandleOptions<Event>,
+): Promise<{ result: Result; state: State; appended: AppendResult[] }> {
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   for (let attempt = 1; ; attempt++) {
     const recorded = await store.readStream(streamName);
     let state = folding.initialState();
@@ -94,14 +117,31 @@ export async function decideOnStream<Event extends TypedEvent, State, Result>(
       for (const event of decision.events) state = folding.evolve(state, event);
       return { result: decision.result, state, appended };
     } catch (error) {
-      if (
-        error instanceof WrongExpectedRevisionError &&
-        error.streamName === streamName &&
-        attempt < maxAttempts
-      ) {
-        continue;
-      }
-      throw error;
+      if (!(error instanceof WrongExpectedRevisionError) || error.streamName !== streamName) throw error;
+      if (attempt >= maxAttempts) throw new StreamContendedError(streamName, attempt);
+      await sleep(Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt));
     }
   }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+// Per store instance (one per process in production), the tail of the queue of decisions on each stream.
+const turns = new WeakMap<EventStore, Map<string, Promise<unknown>>>();
+
+/** Runs `work` after every decision on the same stream already queued in this process has settled. */
+function takeTurn<T>(store: EventStore, streamName: string, work: () => Promise<T>): Promise<T> {
+  let queues = turns.get(store);
+  if (!queues) turns.set(store, (queues = new Map()));
+  const previous = queues.get(streamName);
+  const mine = previous ? previous.then(work, work) : work();
+  const tail = mine.then(
+    () => undefined,
+    () => undefined,
+  );
+  queues.set(streamName, tail);
+  void tail.then(() => {
+    if (queues.get(streamName) === tail) queues.delete(streamName);
+  });
+  return mine;
 }

@@ -5,6 +5,7 @@ import type { PairingEvent } from '../domain/pairing/index.js';
 import type { EventStore, RecordedEvent } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { findAgent, findAgentOfHub, type AgentRow } from '../projections/agents/queries.js';
+import { followStoreFromHead } from './follow-store.js';
 import { findOpenSessionOfHub, listHubDecisions } from '../projections/pairing/queries.js';
 import type { AgentRecord } from './broker/agent-directory.js';
 import type { RunningBroker } from './broker/broker.js';
@@ -23,7 +24,6 @@ export const DOWNLINK_EVENT_TYPES = [
 /** How long the dispatcher waits for the agents read model to show an adoption or a revoke. */
 const READ_MODEL_WAIT_MS = 10_000;
 const READ_MODEL_POLL_MS = 25;
-const RESUBSCRIBE_MS = 1000;
 
 export interface EdgeDispatcherOptions {
   readonly store: EventStore;
@@ -41,29 +41,20 @@ export interface EdgeDispatcherOptions {
  * here to hear it; what it missed is sent again when it reports online (`resend`).
  */
 export async function runEdgeDispatcher(options: EdgeDispatcherOptions): Promise<void> {
-  const { store, signal } = options;
   const logger = options.logger.child({ component: 'edge-dispatcher' });
-  let after: string | undefined;
-  let started = false;
-  while (!signal.aborted) {
-    try {
-      // From the head: what happened before this broker started is sent when each agent reports online.
-      if (!started) after = await store.headPosition();
-      started = true;
-      for await (const batch of store.subscribeToAll({ after, eventTypes: DOWNLINK_EVENT_TYPES, signal })) {
-        for (const event of batch.events) {
-          await dispatch(options, event).catch((error: unknown) =>
-            logger.error({ err: error, eventType: event.type, position: event.position }, 'downlink failed'),
-          );
-        }
-        if (batch.checkpoint !== undefined) after = batch.checkpoint;
+  await followStoreFromHead({
+    store: options.store,
+    eventTypes: DOWNLINK_EVENT_TYPES,
+    signal: options.signal,
+    logger,
+    async onBatch(events) {
+      for (const event of events) {
+        await dispatch(options, event).catch((error: unknown) =>
+          logger.error({ err: error, eventType: event.type, position: event.position }, 'downlink failed'),
+        );
       }
-    } catch (error) {
-      if (signal.aborted) return;
-      logger.error({ err: error }, 'event subscription failed; resubscribing');
-      await sleep(RESUBSCRIBE_MS, undefined, { signal }).catch(() => undefined);
-    }
-  }
+    },
+  });
 }
 
 async function dispatch(options: EdgeDispatcherOptions, recorded: RecordedEvent): Promise<void> {
@@ -73,7 +64,6 @@ async function dispatch(options: EdgeDispatcherOptions, recorded: RecordedEvent)
   if (event.type === 'AgentRevoked') {
     // Closing before the read model shows the revoke would let the agent straight back in.
     await untilAgent(
-      pool,
       () => findAgent(pool, event.data.agentId),
       (a) => a.revoked,
     );
@@ -98,7 +88,6 @@ async function dispatch(options: EdgeDispatcherOptions, recorded: RecordedEvent)
       // The broker must know the device is the agent's before the agent publishes for it.
       const { deviceId } = event.data;
       await untilAgent(
-        pool,
         () => findAgentOfHub(pool, hubId),
         (a) => a.deviceIds.includes(deviceId),
       );
@@ -165,7 +154,6 @@ export async function resendToAgent(
 }
 
 async function untilAgent(
-  pool: Pool,
   read: () => Promise<AgentRow | undefined>,
   ready: (agent: AgentRow) => boolean,
 ): Promise<void> {

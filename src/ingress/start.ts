@@ -7,6 +7,8 @@ import type { Metrics } from '../infra/metrics.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { startBroker } from './broker/broker.js';
 import { readModelAgentDirectory } from './agent-directory.js';
+import { CommandDelivery } from './commands/delivery.js';
+import { runCommandDispatcher } from './commands/dispatcher.js';
 import { ConnectivityRecorder } from './connectivity.js';
 import { resendToAgent, runEdgeDispatcher } from './downlink.js';
 import { loadOrCreateAuthority } from './pki/authority.js';
@@ -59,16 +61,25 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
       now: deps.now,
     });
 
+  const clock = deps.now ?? Date.now;
+  const commands = new CommandDelivery({ store, pool, logger, now: () => new Date(clock()) });
   const uplink = uplinkDispatch({
     store,
     directory,
     readings,
+    commands,
     connectivity: new ConnectivityRecorder(store),
     // Uplinks only arrive once the broker below is running.
     onAgentOnline: (agent) => {
-      resendToAgent(pool, broker, agent, new Date()).catch((error: unknown) =>
-        logger.error({ err: error, agentId: agent.agentId }, 'resending downlink state failed'),
-      );
+      // Devices first: an agent that lost its state learns the public ids before their commands.
+      resendToAgent(pool, broker, agent, new Date())
+        .catch((error: unknown) =>
+          logger.error({ err: error, agentId: agent.agentId }, 'resending downlink state failed'),
+        )
+        .then(() => commands.agentOnline(agent))
+        .catch((error: unknown) =>
+          logger.error({ err: error, agentId: agent.agentId }, 'sending pending commands failed'),
+        );
     },
     onJoinIgnored: (reason) => metrics.pairingJoinsIgnored.inc({ reason }),
     logger,
@@ -85,7 +96,14 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     onRejected: (reason) => metrics.mqttRejected.inc({ reason }),
     logger,
   });
+  commands.attach(broker);
   const dispatcher = runEdgeDispatcher({ store, pool, broker, logger, signal: background.signal });
+  const commandDispatcher = runCommandDispatcher({
+    store,
+    delivery: commands,
+    logger,
+    signal: background.signal,
+  });
 
   return {
     mqttPort: broker.port,
@@ -95,6 +113,7 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
       await broker.close();
       await readings.close?.();
       await dispatcher;
+      await commandDispatcher;
     },
   };
 }

@@ -2,7 +2,9 @@ import type { Projector } from '../projections/projector.js';
 import { agentsProjector } from '../projections/agents/projector.js';
 import { auditProjector } from '../projections/audit/projector.js';
 import { bindingsProjector } from '../projections/bindings/projector.js';
+import { commandsProjector } from '../projections/commands/projector.js';
 import { devicesProjector } from '../projections/devices/projector.js';
+import { grantsProjector } from '../projections/grants/projector.js';
 import { identityProjector } from '../projections/identity/projector.js';
 import { pairingProjector } from '../projections/pairing/projector.js';
 import { sitesProjector } from '../projections/sites/projector.js';
@@ -19,6 +21,8 @@ export function allProjectors(): Projector[] {
     bindingsProjector(),
     agentsProjector(),
     pairingProjector(),
+    grantsProjector(),
+    commandsProjector(),
     stateProjector(),
     telemetryProjector(),
   ];

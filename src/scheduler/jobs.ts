@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
+import { commandExpiryJob } from './command-expiry.js';
 import type { ScheduledJob } from './job.js';
 import { pairingDeadlinesJob } from './pairing-deadlines.js';
 import { retentionJobs } from './retention-jobs.js';
@@ -19,5 +20,5 @@ export interface JobDependencies {
  * a value stale when it is read.
  */
 export function scheduledJobs(deps: JobDependencies): ScheduledJob[] {
-  return [pairingDeadlinesJob(deps), ...retentionJobs(deps)];
+  return [pairingDeadlinesJob(deps), commandExpiryJob(deps), ...retentionJobs(deps)];
 }

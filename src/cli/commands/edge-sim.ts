@@ -5,9 +5,11 @@ import { createLogger } from '../../infra/logger.js';
 import { CliError, type Output } from '../output.js';
 
 export const EDGE_SIM_USAGE = `  edge-sim --agent DIR [--devices N] [--rate R] [--duration S] [--seed X]
+           [--fail-capabilities K,..] [--fail-rate P] [--apply-delay-ms MS] [--ack-delay-ms MS]
                                                     run a simulated edge agent with the files of agent create:
                                                     N devices (13), R readings/s per device (1), S seconds
-                                                    (until Ctrl-C), seed X (1)`;
+                                                    (until Ctrl-C), seed X (1); commands for capabilities K
+                                                    (or with chance P) fail, applying or acking is delayed`;
 
 export interface EdgeSimCliOptions {
   readonly agent?: string;
@@ -15,25 +17,37 @@ export interface EdgeSimCliOptions {
   readonly rate?: string;
   readonly duration?: string;
   readonly seed?: string;
+  readonly 'fail-capabilities'?: string;
+  readonly 'fail-rate'?: string;
+  readonly 'apply-delay-ms'?: string;
+  readonly 'ack-delay-ms'?: string;
 }
 
 /** `devcloud edge-sim`: the reference agent, for demos and load. It needs no database: it is the edge. */
 export async function edgeSimCommand(out: Output, options: EdgeSimCliOptions): Promise<void> {
   if (!options.agent) throw new CliError('edge-sim: --agent DIR is required');
   const devices = numberOption(
+    'edge-sim',
     '--devices',
     options.devices,
     13,
     (n) => Number.isInteger(n) && n >= 0 && n <= 10_000,
   );
-  const rate = numberOption('--rate', options.rate, 1, (n) => n > 0 && n <= 1000);
-  const duration = numberOption('--duration', options.duration, 0, (n) => n >= 0);
-  const seed = numberOption('--seed', options.seed, 1, (n) => Number.isInteger(n));
+  const rate = numberOption('edge-sim', '--rate', options.rate, 1, (n) => n > 0 && n <= 1000);
+  const duration = numberOption('edge-sim', '--duration', options.duration, 0, (n) => n >= 0);
+  const seed = numberOption('edge-sim', '--seed', options.seed, 1, (n) => Number.isInteger(n));
+  const delay = (n: number) => Number.isInteger(n) && n >= 0 && n <= 3_600_000;
+  const commands = {
+    failCapabilities: options['fail-capabilities']?.split(',').filter((k) => k.length > 0),
+    failRate: numberOption('edge-sim', '--fail-rate', options['fail-rate'], 0, (n) => n >= 0 && n <= 1),
+    applyDelayMs: numberOption('edge-sim', '--apply-delay-ms', options['apply-delay-ms'], 0, delay),
+    ackDelayMs: numberOption('edge-sim', '--ack-delay-ms', options['ack-delay-ms'], 0, delay),
+  };
   const files = await readAgentFiles(path.resolve(options.agent)).catch((error: Error) => {
     throw new CliError(`edge-sim: cannot read the agent files in ${options.agent}: ${error.message}`);
   });
   const logger = createLogger(process.env.LOG_LEVEL ?? 'info', process.stderr);
-  const sim = new EdgeSim({ files, devices, rate, seed, logger });
+  const sim = new EdgeSim({ files, devices, rate, seed, logger, commands });
   sim.on('adopted', (d: { ieeeAddr: string; publicId: string }) => logger.info(d, 'device adopted'));
   sim.on('rejected', (ieeeAddr: string) => logger.info({ ieeeAddr }, 'device rejected'));
   sim.start();
@@ -48,7 +62,9 @@ export async function edgeSimCommand(out: Output, options: EdgeSimCliOptions): P
   out.result({ event: 'stopped', agentId: files.connection.agentId, ...stats });
 }
 
-function numberOption(
+/** A numeric flag of `command`, `fallback` when absent; out of range is a one-line CLI error. */
+export function numberOption(
+  command: string,
   name: string,
   raw: string | undefined,
   fallback: number,
@@ -57,6 +73,6 @@ function numberOption(
   if (raw === undefined) return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value) || !valid(value))
-    throw new CliError(`edge-sim: ${name} ${raw} is out of range`);
+    throw new CliError(`${command}: ${name} ${raw} is out of range`);
   return value;
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { actor } from '../events/actor.js';
 import { defineEvent, type DomainEvent } from '../events/definition.js';
 import { DEVICE_KINDS, DEVICE_PROFILES, DEVICE_STATUSES } from './lifecycle.js';
 
@@ -27,20 +28,43 @@ export const DeviceRegistered = defineEvent(
   }),
 );
 
+/** `by` and `at` are absent on events recorded before the control plane existed. */
 export const DeviceLifecycleChanged = defineEvent(
   'DeviceLifecycleChanged',
   z.object({
     deviceId: z.string(),
     status: z.enum(DEVICE_STATUSES),
     reason: z.string().optional(),
+    by: actor.optional(),
+    at: z.string().optional(),
   }),
 );
 
-export const DeviceProfileVerified = defineEvent('DeviceProfileVerified', z.object({ deviceId: z.string() }));
+export const DeviceProfileVerified = defineEvent(
+  'DeviceProfileVerified',
+  z.object({
+    deviceId: z.string(),
+    reason: z.string().optional(),
+    by: actor.optional(),
+    at: z.string().optional(),
+  }),
+);
 
-export const deviceEvents = [DeviceRegistered, DeviceLifecycleChanged, DeviceProfileVerified] as const;
+/** Back to draft: S2 and S3 capabilities of the device can no longer be armed (spec, Catalogue profile). */
+export const DeviceProfileDowngraded = defineEvent(
+  'DeviceProfileDowngraded',
+  z.object({ deviceId: z.string(), reason: z.string().optional(), by: actor, at: z.string() }),
+);
+
+export const deviceEvents = [
+  DeviceRegistered,
+  DeviceLifecycleChanged,
+  DeviceProfileVerified,
+  DeviceProfileDowngraded,
+] as const;
 
 export type DeviceEvent =
   | DomainEvent<typeof DeviceRegistered>
   | DomainEvent<typeof DeviceLifecycleChanged>
-  | DomainEvent<typeof DeviceProfileVerified>;
+  | DomainEvent<typeof DeviceProfileVerified>
+  | DomainEvent<typeof DeviceProfileDowngraded>;

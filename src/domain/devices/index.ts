@@ -1,5 +1,6 @@
 export {
   DeviceLifecycleChanged,
+  DeviceProfileDowngraded,
   DeviceProfileVerified,
   DeviceRegistered,
   deviceEvents,

@@ -1,6 +1,8 @@
 import { agentEvents } from '../agents/events.js';
 import { bindingEvents } from '../bindings/events.js';
+import { commandEvents } from '../commands/events.js';
 import { connectivityEvents } from '../connectivity/events.js';
+import { controlEvents } from '../control/events.js';
 import { deviceEvents } from '../devices/events.js';
 import { grantEvents } from '../grants/events.js';
 import { identityEvents } from '../identity/events.js';
@@ -22,6 +24,8 @@ export const allEvents: readonly EventDefinition[] = [
   ...agentEvents,
   ...pairingEvents,
   ...grantEvents,
+  ...commandEvents,
+  ...controlEvents,
   ...readingsEvents,
 ];
 

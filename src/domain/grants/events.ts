@@ -1,10 +1,17 @@
 import { z } from 'zod';
 import { defineEvent, type DomainEvent } from '../events/definition.js';
+import { actor } from '../events/actor.js';
 
 /**
- * An explicit "no" for writing one capability of one device, on the device's stream (`device-<publicId>`).
- * Adoption records one for every writable capability (spec, Grants: "no grant -> explicit denial row"), so
- * the grant decider of the control plane starts from a recorded denial rather than from silence.
+ * Write grants live on the device's stream (`device-<publicId>`), beside lifecycle, profile and command
+ * acceptance, so a command is accepted only against the grant as it stands at the moment of the append: a
+ * revoke recorded first makes the command's append fail its expected revision and be decided again.
+ */
+
+/**
+ * An explicit "no" for writing one capability of one device. Adoption records one for every writable
+ * capability (spec, Grants: "no grant -> explicit denial row"), so the grant decider starts from a recorded
+ * denial rather than from silence.
  */
 export const CapabilityWriteDenied = defineEvent(
   'CapabilityWriteDenied',
@@ -17,6 +24,33 @@ export const CapabilityWriteDenied = defineEvent(
   }),
 );
 
-export const grantEvents = [CapabilityWriteDenied] as const;
+/** Write enabled for exactly one (device, capability) pair. */
+export const CapabilityWriteGranted = defineEvent(
+  'CapabilityWriteGranted',
+  z.object({
+    deviceId: z.string(),
+    projectId: z.string(),
+    capability: z.string(),
+    by: actor,
+    at: z.string(),
+  }),
+);
 
-export type GrantEvent = DomainEvent<typeof CapabilityWriteDenied>;
+/** Write taken back from one pair; commands for it are refused from this event on. */
+export const CapabilityWriteRevoked = defineEvent(
+  'CapabilityWriteRevoked',
+  z.object({
+    deviceId: z.string(),
+    projectId: z.string(),
+    capability: z.string(),
+    by: actor,
+    at: z.string(),
+  }),
+);
+
+export const grantEvents = [CapabilityWriteDenied, CapabilityWriteGranted, CapabilityWriteRevoked] as const;
+
+export type GrantEvent =
+  | DomainEvent<typeof CapabilityWriteDenied>
+  | DomainEvent<typeof CapabilityWriteGranted>
+  | DomainEvent<typeof CapabilityWriteRevoked>;

@@ -16,6 +16,9 @@ const AGENT_COLUMNS = `
 
 const AGENT_BY_ID = `SELECT ${AGENT_COLUMNS} FROM agents a WHERE a.agent_id = $1`;
 const AGENT_BY_HUB = `SELECT ${AGENT_COLUMNS} FROM agents a WHERE a.hub_id = $1`;
+const AGENT_ID_OF_DEVICE = `
+  SELECT a.agent_id, a.revoked FROM agents a
+   WHERE a.hub_id = COALESCE((SELECT d.hub_id FROM agent_devices d WHERE d.device_id = $1), $1)`;
 
 interface Row {
   agent_id: string;
@@ -45,4 +48,13 @@ function toAgent(row: Row): AgentRow {
     revoked: row.revoked,
     deviceIds: [row.hub_id, ...row.children],
   };
+}
+
+/** The agent that speaks for a device: the agent of its hub, or of the device itself when it is a hub. */
+export async function findAgentIdOfDevice(
+  pool: Pool,
+  deviceId: string,
+): Promise<{ agentId: string; revoked: boolean } | undefined> {
+  const { rows } = await pool.query<{ agent_id: string; revoked: boolean }>(AGENT_ID_OF_DEVICE, [deviceId]);
+  return rows[0] && { agentId: rows[0].agent_id, revoked: rows[0].revoked };
 }

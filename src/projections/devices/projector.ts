@@ -41,8 +41,13 @@ interface Change {
 export function devicesProjector(): Projector {
   return {
     name: 'devices',
-    version: 1,
-    eventTypes: ['DeviceRegistered', 'DeviceLifecycleChanged', 'DeviceProfileVerified'],
+    version: 2,
+    eventTypes: [
+      'DeviceRegistered',
+      'DeviceLifecycleChanged',
+      'DeviceProfileVerified',
+      'DeviceProfileDowngraded',
+    ],
     tables: ['devices'],
     schemaSql,
     async apply(events, db) {
@@ -59,6 +64,7 @@ export function devicesProjector(): Projector {
         const change = changes.get(e.data.deviceId) ?? { status: null, profile: null, revision: -1n };
         if (e.type === 'DeviceLifecycleChanged') change.status = e.data.status;
         else if (e.type === 'DeviceProfileVerified') change.profile = 'verified';
+        else if (e.type === 'DeviceProfileDowngraded') change.profile = 'draft';
         else continue;
         change.revision = event.revision;
         changes.set(e.data.deviceId, change);

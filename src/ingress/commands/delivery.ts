@@ -1,0 +1,163 @@
+import type { Logger } from 'pino';
+import {
+  decideAck,
+  decideRedelivery,
+  decideSend,
+  type CommandToApply,
+  type SendDecision,
+} from '../../domain/commands/delivery.js';
+import { controlFolding, type ControlEvent, type DeviceControlState } from '../../domain/control/index.js';
+import { deviceStreamName } from '../../domain/devices/decider.js';
+import { decideOnStream } from '../../eventstore/handle-command.js';
+import type { EventStore } from '../../eventstore/port.js';
+import type { Pool } from '../../infra/postgres/pool.js';
+import { findAgentIdOfDevice } from '../../projections/agents/queries.js';
+import type { AgentRecord } from '../broker/agent-directory.js';
+import type { RunningBroker } from '../broker/broker.js';
+import { RejectedMessage } from '../broker/rejected-message.js';
+import type { UplinkPayloads } from '../broker/topics.js';
+
+type Broker = Pick<RunningBroker, 'publishDown' | 'holdsAgent'>;
+
+export interface CommandDeliveryOptions {
+  readonly store: EventStore;
+  readonly pool: Pool;
+  readonly logger: Logger;
+  /** The server's clock: it alone decides whether a command's TTL has ended. */
+  readonly now: () => Date;
+  /** Device streams read at once when an agent comes back. */
+  readonly redeliveryConcurrency?: number;
+}
+
+const METADATA = { source: 'ingress' };
+
+/**
+ * Commands on the ingress side (docs/commands.md, "Delivery and outcome"). Only the broker node that holds an
+ * agent's connection sends it commands, and only once the agent has reported `online` there (it has
+ * subscribed by then). Each step is decided over the device's control state and recorded on the device
+ * stream BEFORE anything is published, so an imperative command recorded as sent is never sent again, even
+ * if this process dies between the two. Decisions on one device take turns (decideOnStream).
+ */
+export class CommandDelivery {
+  readonly #options: CommandDeliveryOptions;
+  readonly #logger: Logger;
+  readonly #ready = new Set<string>();
+  #broker: Broker | undefined;
+
+  constructor(options: CommandDeliveryOptions) {
+    this.#options = options;
+    this.#logger = options.logger.child({ component: 'command-delivery' });
+  }
+
+  /** The broker is started after the uplink handlers that call into this object. */
+  attach(broker: Broker): void {
+    this.#broker = broker;
+  }
+
+  /** A command was accepted: send it if its agent is here and ready, else it waits for the agent. */
+  async accepted(deviceId: string, commandId: string): Promise<void> {
+    const agentId = await this.#readyAgentOf(deviceId);
+    if (agentId === undefined) return;
+    await this.#decideAndSend(deviceId, agentId, (state) =>
+      decideSend(state, commandId, 'accepted', { agentId, now: this.#options.now() }),
+    );
+  }
+
+  /** The agent reported `online` on this node: send every pending command of its devices. */
+  async agentOnline(agent: AgentRecord): Promise<void> {
+    this.#ready.add(agent.agentId);
+    const devices = [...agent.deviceIds];
+    const concurrency = this.#options.redeliveryConcurrency ?? 8;
+    const next = async (): Promise<void> => {
+      for (let deviceId = devices.shift(); deviceId !== undefined; deviceId = devices.shift()) {
+        if (!this.#ready.has(agent.agentId)) return;
+        await this.#decideAndSend(deviceId, agent.agentId, (state) =>
+          decideRedelivery(state, { agentId: agent.agentId, now: this.#options.now() }),
+        );
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, devices.length) }, next));
+  }
+
+  agentOffline(agentId: string): void {
+    this.#ready.delete(agentId);
+  }
+
+  /**
+   * A command ended without the agent (cancelled, superseded, expired): tell the agent, if it is here, so
+   * it does not apply a command it has not applied yet.
+   */
+  async ended(
+    deviceId: string,
+    commandId: string,
+    outcome: 'cancelled' | 'superseded' | 'expired',
+  ): Promise<void> {
+    const agentId = await this.#readyAgentOf(deviceId);
+    if (agentId === undefined) return;
+    await this.#broker!.publishDown(agentId, 'commands', { action: 'cancel', commandId, deviceId, outcome });
+  }
+
+  /**
+   * The agent's ack, before its PUBACK: the command's outcome, or an ignored late ack. An ack for a device
+   * that is not the agent's, or for a command its device does not have, is dropped (RejectedMessage).
+   */
+  async ack(agent: AgentRecord, commandId: string, ack: UplinkPayloads['commandAck']): Promise<void> {
+    const { deviceId } = ack;
+    if (!agent.deviceIds.has(deviceId)) {
+      throw new RejectedMessage('foreign_device', `ack for ${deviceId}, not a device of this agent`);
+    }
+    const { result: known } = await decideOnStream(
+      this.#options.store,
+      deviceStreamName(deviceId),
+      controlFolding,
+      (state: DeviceControlState) => {
+        const events = decideAck(state, {
+          commandId,
+          status: ack.status,
+          detail: ack.detail,
+          now: this.#options.now(),
+        });
+        return { events: events ?? [], result: events !== undefined };
+      },
+      { metadata: METADATA },
+    );
+    if (!known) throw new RejectedMessage('unknown_command', `no command ${commandId} on device ${deviceId}`);
+  }
+
+  async #readyAgentOf(deviceId: string): Promise<string | undefined> {
+    const agent = await findAgentIdOfDevice(this.#options.pool, deviceId);
+    if (!agent || agent.revoked || !this.#ready.has(agent.agentId)) return undefined;
+    return this.#broker?.holdsAgent(agent.agentId) ? agent.agentId : undefined;
+  }
+
+  async #decideAndSend(
+    deviceId: string,
+    agentId: string,
+    decide: (state: DeviceControlState) => SendDecision,
+  ): Promise<void> {
+    const { result: toApply } = await decideOnStream(
+      this.#options.store,
+      deviceStreamName(deviceId),
+      controlFolding,
+      (state: DeviceControlState) => {
+        const decision = decide(state);
+        return { events: decision.events as ControlEvent[], result: decision.toApply };
+      },
+      { metadata: METADATA },
+    );
+    for (const command of toApply) await this.#publish(agentId, command);
+  }
+
+  async #publish(agentId: string, command: CommandToApply): Promise<void> {
+    try {
+      await this.#broker!.publishDown(agentId, 'commands', { action: 'apply', ...command });
+    } catch (error) {
+      // Recorded as sent already: a desired command goes again on the next reconnect, an imperative one
+      // ends by its TTL. Never publish twice from here.
+      this.#logger.error(
+        { err: error, agentId, commandId: command.commandId },
+        'publishing a command failed',
+      );
+    }
+  }
+}

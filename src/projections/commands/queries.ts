@@ -1,0 +1,109 @@
+import type { Pool } from '../../infra/postgres/pool.js';
+
+export interface CommandRow {
+  readonly commandId: string;
+  readonly deviceId: string;
+  readonly capability: string;
+  readonly value: boolean | number | string;
+  readonly mode: string;
+  readonly ttlSeconds: number;
+  readonly status: string;
+  readonly acceptedAt: Date;
+  readonly expiresAt: Date;
+  readonly updatedAt: Date;
+  readonly attempts: number;
+  readonly outcome: Readonly<Record<string, string>> | null;
+}
+
+/** Filters combine: one status, and acceptance time in [from, to). */
+export interface CommandFilter {
+  readonly status?: string;
+  readonly from?: Date;
+  readonly to?: Date;
+}
+
+export interface CommandPage {
+  readonly commands: readonly CommandRow[];
+  /** Keyset position after the last command of the page; undefined on the last page. */
+  readonly next: bigint | undefined;
+}
+
+const COLUMNS = `seq, command_id, device_id, capability, value, mode, ttl_seconds, status, accepted_at, expires_at,
+                 updated_at, attempts, outcome`;
+
+const COMMAND_PAGE = `
+  SELECT ${COLUMNS} FROM commands
+   WHERE project_id = $1 AND device_id = $2
+     AND ($3::text IS NULL OR status = $3)
+     AND ($4::timestamptz IS NULL OR accepted_at >= $4)
+     AND ($5::timestamptz IS NULL OR accepted_at < $5)
+     AND seq > $6
+   ORDER BY seq
+   LIMIT $7`;
+
+const ONE_COMMAND = `SELECT ${COLUMNS} FROM commands WHERE project_id = $1 AND command_id = $2`;
+
+interface Row {
+  seq: string;
+  command_id: string;
+  device_id: string;
+  capability: string;
+  value: boolean | number | string;
+  mode: string;
+  ttl_seconds: number;
+  status: string;
+  accepted_at: Date;
+  expires_at: Date;
+  updated_at: Date;
+  attempts: number;
+  outcome: Record<string, string> | null;
+}
+
+/** One page of a device's commands in acceptance order, after keyset position `after` (0 for the first). */
+export async function listCommands(
+  pool: Pool,
+  projectId: string,
+  deviceId: string,
+  filter: CommandFilter,
+  page: { after: bigint; limit: number },
+): Promise<CommandPage> {
+  const { rows } = await pool.query<Row>(COMMAND_PAGE, [
+    projectId,
+    deviceId,
+    filter.status ?? null,
+    filter.from ?? null,
+    filter.to ?? null,
+    String(page.after),
+    page.limit + 1,
+  ]);
+  const more = rows.length > page.limit;
+  const shown = more ? rows.slice(0, page.limit) : rows;
+  return { commands: shown.map(toRow), next: more ? BigInt(shown.at(-1)!.seq) : undefined };
+}
+
+/** The command if it belongs to this project; another project's command is simply not found. */
+export async function findCommand(
+  pool: Pool,
+  projectId: string,
+  commandId: string,
+): Promise<CommandRow | undefined> {
+  const { rows } = await pool.query<Row>(ONE_COMMAND, [projectId, commandId]);
+  return rows[0] && toRow(rows[0]);
+}
+
+function toRow(r: Row): CommandRow {
+  return {
+    commandId: r.command_id,
+    deviceId: r.device_id,
+    capability: r.capability,
+    value: r.value,
+    mode: r.mode,
+    ttlSeconds: r.ttl_seconds,
+    status: r.status,
+    acceptedAt: r.accepted_at,
+    expiresAt: r.expires_at,
+    updatedAt: r.updated_at,
+    attempts: r.attempts,
+    outcome: r.outcome,
+  };
+}

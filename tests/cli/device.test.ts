@@ -1,0 +1,122 @@
+import { execFile } from 'node:child_process';
+import { expect } from 'chai';
+import { requestCommand } from '../../src/control/commands.js';
+import { setCapabilityGrant } from '../../src/control/grants.js';
+import { deviceStreamName } from '../../src/domain/devices/index.js';
+import { createProject } from '../../src/identity/projects.js';
+import { startTestApi, type TestApi } from '../support/api-harness.js';
+import { deviceOf, siteOf } from '../support/registry.js';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** The real `devcloud` binary against the suite's database. */
+function devcloud(api: TestApi, ...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['bin/devcloud.js', ...args],
+      { env: { PATH: process.env.PATH, DATABASE_URL: api.db.url }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+describe('devcloud device profile / status', function () {
+  this.timeout(120_000);
+  let api: TestApi;
+  let deviceId: string;
+  let projectId: string;
+
+  before(async () => {
+    api = await startTestApi();
+    projectId = (await createProject(api.store, { name: 'cli' })).projectId;
+    const siteId = await siteOf(api, projectId);
+    deviceId = await deviceOf(api, projectId, siteId, { capabilities: ['actuator.relay'] });
+  });
+  after(() => api.close());
+
+  const recorded = async () =>
+    (await api.store.readStream(deviceStreamName(deviceId))).map((e) => ({ type: e.type, data: e.data }));
+
+  it('verifies the profile and downgrades it, each an event naming the operator and the reason', async () => {
+    const verified = await devcloud(
+      api,
+      'device',
+      'profile',
+      deviceId,
+      'verified',
+      '--reason',
+      'lab tested',
+      '--json',
+    );
+    expect(verified.code, verified.stderr).to.equal(0);
+    expect(JSON.parse(verified.stdout)).to.deep.include({ deviceId, profile: 'verified', changed: true });
+    await setCapabilityGrant(api.store, {
+      projectId,
+      clientId: 'cli_1',
+      deviceId,
+      capabilityKey: 'actuator.relay',
+      write: true,
+      now: new Date(),
+    });
+    const pending = await requestCommand(api.store, {
+      projectId,
+      clientId: 'cli_1',
+      deviceId,
+      capabilityKey: 'actuator.relay',
+      value: true,
+      mode: 'desired',
+      ttlSeconds: 600,
+      confirm: true,
+      now: new Date(),
+    });
+    const down = await devcloud(
+      api,
+      'device',
+      'profile',
+      deviceId,
+      'draft',
+      '--reason',
+      'firmware 2.0',
+      '--json',
+    );
+    expect(down.code, down.stderr).to.equal(0);
+    expect(JSON.parse(down.stdout)).to.deep.include({
+      revoked: ['actuator.relay'],
+      cancelled: [pending.command.commandId],
+    });
+    const events = await recorded();
+    const downgrade = events.find((e) => e.type === 'DeviceProfileDowngraded')!;
+    expect(downgrade.data).to.deep.include({
+      reason: 'firmware 2.0',
+      by: { kind: 'operator', reason: 'firmware 2.0' },
+    });
+    expect(events.find((e) => e.type === 'DeviceProfileVerified')!.data).to.deep.include({
+      reason: 'lab tested',
+    });
+  });
+
+  it('moves the lifecycle; a forbidden move exits non-zero with a one-line message and records nothing', async () => {
+    const retired = await devcloud(api, 'device', 'status', deviceId, 'retired', '--reason', 'end of life');
+    expect(retired.code, retired.stderr).to.equal(0);
+    const before = (await recorded()).length;
+    const back = await devcloud(api, 'device', 'status', deviceId, 'active');
+    expect(back.code).to.equal(1);
+    expect(back.stderr).to.equal(
+      'devcloud: device status: a retired device cannot become active (retired is final)\n',
+    );
+    expect((await recorded()).length).to.equal(before);
+    const unknown = await devcloud(api, 'device', 'status', deviceId, 'asleep');
+    expect(unknown.code).to.equal(1);
+    expect(unknown.stderr).to.match(/^devcloud: device status: expected one of active, /);
+    const missing = await devcloud(api, 'device', 'status', 'dev_nowhere', 'active');
+    expect(missing.stderr).to.equal('devcloud: device: no such device\n');
+  });
+});
