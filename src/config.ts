@@ -37,6 +37,21 @@ const schema = z.object({
   RATE_LIMIT_BURST: positiveInt.default(60),
   // Unset: GET /metrics does not exist. Set: it answers only to `Authorization: Bearer <METRICS_TOKEN>`.
   METRICS_TOKEN: z.string().min(32, 'at least 32 characters').optional(),
+  // Slowloris guards: a request must send its headers within HEADERS, and all of itself within REQUEST;
+  // neither applies once a response (such as a live stream) is under way. At most MAX_CONNECTIONS sockets.
+  HTTP_HEADERS_TIMEOUT_MS: positiveInt.max(600_000).default(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
+  HTTP_MAX_CONNECTIONS: positiveInt.default(10_000),
+  // Live stream (docs/api.md, "Live stream"): concurrent streams per OAuth client and API process; frames
+  // kept in memory for resumes; unsent bytes a client may hold before it is cut as too slow.
+  LIVE_MAX_STREAMS_PER_CLIENT: positiveInt.max(10_000).default(10),
+  LIVE_WINDOW_FRAMES: positiveInt.max(5_000_000).default(50_000),
+  LIVE_CLIENT_BUFFER_BYTES: positiveInt.min(16_384).default(1_048_576),
+  // Set: token-signing private keys are stored AES-256-GCM encrypted under it. Unset: stored in clear.
+  SIGNING_KEY_ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, '32 bytes, base64-encoded')
+    .optional(),
   ROLES: z
     .string()
     .default(roles.join(','))

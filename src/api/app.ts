@@ -11,9 +11,13 @@ import { metricsAccess } from './metrics-access.js';
 import { rateLimit, TokenBuckets } from './rate-limit.js';
 import { errorHandler, unknownRoute } from './http-errors.js';
 import { requestContext } from './request-context.js';
+import { storableInput } from './storable-input.js';
 import { openApiRoutes } from './routes/openapi.js';
 import { registryRoutes } from './routes/registry.js';
 import { deviceDataRoutes } from './routes/device-data.js';
+import { LiveHub } from './live/hub.js';
+import { liveRoutes, refuseTokenInQuery } from './live/route.js';
+import { controlRoutes } from './routes/control.js';
 
 export interface ApiDependencies {
   readonly config: Config;
@@ -23,6 +27,19 @@ export interface ApiDependencies {
   readonly store: EventStore;
   /** Milliseconds since the epoch for token times, key and revocation caches and rate limits; tests move it. */
   readonly now?: () => number;
+  /** The process's live hub; its owner starts and closes it. Absent: one that starts with the first stream. */
+  readonly live?: LiveHub;
+}
+
+/** The live hub of an API process, configured from `config`. */
+export function createLiveHub(deps: Pick<ApiDependencies, 'config' | 'logger' | 'store' | 'now'>): LiveHub {
+  return new LiveHub({
+    store: deps.store,
+    logger: deps.logger,
+    windowFrames: deps.config.LIVE_WINDOW_FRAMES,
+    readingsRetentionDays: deps.config.READINGS_RETENTION_DAYS,
+    now: deps.now ?? Date.now,
+  });
 }
 
 /** The HTTP API: health and metrics, the /v1 routes, then JSON 404 and the one error mapper. */
@@ -46,10 +63,22 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   app.use(openApiRoutes());
   const auth = createApiAuth(deps);
   app.use('/v1', auth.tokenRoutes);
+  app.use('/v1/live', refuseTokenInQuery);
   // Everything under /v1 below this line needs a bearer token; routes add requireScope(...) themselves.
-  app.use('/v1', auth.authenticate, jsonBody);
-  app.use('/v1', registryRoutes(deps));
+  app.use('/v1', auth.authenticate, jsonBody, storableInput);
+  app.use('/v1', registryRoutes({ pool: deps.pool, store: deps.store, now: deps.now }));
   app.use('/v1', deviceDataRoutes({ pool: deps.pool, now: deps.now ?? Date.now }));
+  app.use(
+    '/v1',
+    liveRoutes({
+      hub: deps.live ?? createLiveHub(deps),
+      logger: deps.logger,
+      maxStreamsPerClient: deps.config.LIVE_MAX_STREAMS_PER_CLIENT,
+      maxBufferedBytes: deps.config.LIVE_CLIENT_BUFFER_BYTES,
+      now: deps.now ?? Date.now,
+    }),
+  );
+  app.use('/v1', controlRoutes({ pool: deps.pool, store: deps.store, now: deps.now ?? Date.now }));
   app.use(unknownRoute);
   app.use(errorHandler);
   return app;

@@ -1,6 +1,8 @@
 import type { Server } from 'node:http';
 import type { Config, Role } from '../config.js';
-import { createApiApp } from '../api/app.js';
+import { createApiApp, createLiveHub } from '../api/app.js';
+import type { LiveHub } from '../api/live/hub.js';
+import { createHttpServer, listen } from '../api/server.js';
 import { openEventStore } from '../eventstore/open.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Logger } from '../infra/logger.js';
@@ -19,6 +21,8 @@ export interface RunningService {
   readonly database: Database;
   readonly store: EventStore;
   readonly metrics: Metrics;
+  /** The live hub, when this process runs the api role. */
+  readonly live: LiveHub | undefined;
   stop(): Promise<void>;
 }
 
@@ -72,13 +76,12 @@ export async function startService(
     ingress = await startIngress({ config, logger, metrics, pool: database.pool, store, now: options.now });
   }
 
+  let live: LiveHub | undefined;
   if (roles.includes('api')) {
-    const app = createApiApp({ config, logger, metrics, pool: database.pool, store });
-    server = await new Promise<Server>((resolve, reject) => {
-      const s = app.listen(config.HTTP_PORT, config.HTTP_HOST, () => resolve(s));
-      s.once('error', reject);
-    });
-    server.keepAliveTimeout = 65_000;
+    live = createLiveHub({ config, logger, store });
+    await live.start();
+    const app = createApiApp({ config, logger, metrics, pool: database.pool, store, live });
+    server = await listen(createHttpServer(app, config), config.HTTP_PORT, config.HTTP_HOST);
   }
   const address = server?.address();
   const httpPort = typeof address === 'object' && address ? address.port : undefined;
@@ -100,13 +103,16 @@ export async function startService(
     database,
     store,
     metrics,
+    live,
     stop() {
       stopping ??= (async () => {
         logger.info('stopping');
         if (server) {
           const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
-          server.closeIdleConnections();
           const grace = setTimeout(() => server!.closeAllConnections(), config.SHUTDOWN_GRACE_MS);
+          // Live streams never finish by themselves: each is told stream_error shutdown and ended.
+          await live?.close();
+          server.closeIdleConnections();
           await closed;
           clearTimeout(grace);
         }

@@ -1,0 +1,199 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
+import { parseSse } from '../examples/live-client/sse.js';
+import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
+import { createClient } from '../src/identity/clients.js';
+import { ClientSecretHasher } from '../src/identity/secret-hash.js';
+import { freePort } from '../tests/support/edge-service.js';
+import { requestToken } from '../tests/support/tenants.js';
+import { provisionFleet, reply } from './ingest.bench.js';
+import { benchDatabase, machine, report } from './support.js';
+
+/**
+ * Live stream under load: STREAMS concurrent SSE streams, each following one device, while the simulated
+ * fleet publishes READINGS_PER_SECOND readings over MQTT. The service runs as its own process
+ * (`devcloud serve`, every role) so its memory is measured alone. Figures: delivery latency from the
+ * moment the agent put the message together (its publish) to the SSE frame arriving, p50/p99 over every
+ * frame of SECONDS after a warm-up; and the server's RSS sampled every 5 s over the run.
+ */
+const STREAMS = Number(process.env.BENCH_LIVE_STREAMS ?? 1000);
+const READINGS_PER_SECOND = Number(process.env.BENCH_LIVE_READINGS ?? 1000);
+const SECONDS = Number(process.env.BENCH_LIVE_SECONDS ?? 60);
+const AGENTS = 2;
+const DEVICES = 50;
+const READINGS_PER_MESSAGE = 3;
+const WARMUP_SECONDS = 5;
+
+export async function liveBenchmarks(): Promise<void> {
+  const db = await benchDatabase();
+  const store = new PostgresEventStore(db.pool, { connectionString: db.url });
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-bench-live-'));
+  const mqttPort = await freePort();
+  const httpPort = await freePort();
+  let server: ChildProcess | undefined;
+  let load: Worker | undefined;
+  const streams = new AbortController();
+  try {
+    const { projectId, agents } = await provisionFleet(store, dataDir, mqttPort, AGENTS, DEVICES);
+    const client = await createClient(store, new ClientSecretHasher(db.pool), {
+      projectId,
+      scopes: ['telemetry:live'],
+      authMethod: 'post',
+    });
+    const devices = await adoptedDevices(store);
+    server = spawn(process.execPath, ['bin/devcloud.js', 'serve'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: db.url,
+        DATA_DIR: dataDir,
+        MQTT_PORT: String(mqttPort),
+        MQTT_HOST: '127.0.0.1',
+        HTTP_PORT: String(httpPort),
+        HTTP_HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_PER_SECOND: '100000',
+        RATE_LIMIT_BURST: '100000',
+        LIVE_MAX_STREAMS_PER_CLIENT: String(STREAMS + 10),
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    const baseUrl = `http://127.0.0.1:${httpPort}`;
+    for (const deadline = Date.now() + 120_000; ;) {
+      if (
+        await fetch(`${baseUrl}/health`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
+      if (Date.now() > deadline) throw new Error('the service did not start');
+      await sleep(200);
+    }
+    const token = await requestToken(baseUrl, client, 'post', undefined);
+
+    const latencies: number[] = [];
+    let measuring = false;
+    let frames = 0;
+    let opened = 0;
+    const follow = async (deviceId: string) => {
+      const response = await fetch(`${baseUrl}/v1/live?types=telemetry&deviceIds=${deviceId}`, {
+        headers: { Authorization: `Bearer ${token}` },
+        signal: streams.signal,
+      });
+      if (response.status !== 200 || !response.body) throw new Error(`stream refused: ${response.status}`);
+      opened += 1;
+      for await (const item of parseSse(response.body)) {
+        if (item.kind !== 'event' || item.event !== 'telemetry') continue;
+        frames += 1;
+        if (!measuring) continue;
+        const { deviceTime, quality } = JSON.parse(item.data) as { deviceTime: string; quality: string[] };
+        // The simulator's one device with a skewed clock says nothing about latency.
+        if (!quality.includes('clock_skew')) latencies.push(Date.now() - Date.parse(deviceTime));
+      }
+    };
+    const following = Array.from({ length: STREAMS }, (_, i) =>
+      follow(devices[i % devices.length]!).catch(() => {}),
+    );
+    while (opened < STREAMS) await sleep(100);
+
+    const script = new URL('./ingest-agents.worker.ts', import.meta.url).href;
+    const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(script)}); })`;
+    load = new Worker(bootstrap, {
+      eval: true,
+      workerData: {
+        agents,
+        devices: DEVICES,
+        readingsPerSecondPerDevice: READINGS_PER_SECOND / (AGENTS * DEVICES),
+        readingsPerMessage: READINGS_PER_MESSAGE,
+        sampleEvery: 1_000_000,
+      },
+    });
+    await reply(load, 'ready');
+    await sleep(WARMUP_SECONDS * 1000);
+
+    const rss: number[] = [];
+    const sample = async () => rss.push(await rssMiB(server!.pid!));
+    await sample();
+    measuring = true;
+    const startFrames = frames;
+    const started = performance.now();
+    for (let t = 0; t < SECONDS; t += 5) {
+      await sleep(Math.min(5, SECONDS - t) * 1000);
+      await sample();
+    }
+    measuring = false;
+    const seconds = (performance.now() - started) / 1000;
+    latencies.sort((a, b) => a - b);
+    const at = (q: number) =>
+      latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? null;
+    const context = {
+      streams: STREAMS,
+      offeredReadingsPerSecond: READINGS_PER_SECOND,
+      seconds: Math.round(seconds),
+      machine: machine(),
+      postgres: db.serverVersion,
+    };
+    report({
+      figure: 'live.delivery_latency',
+      from: 'MQTT publish',
+      to: 'SSE frame received',
+      frames: latencies.length,
+      framesPerSecond: Math.round((frames - startFrames) / seconds),
+      p50Ms: at(0.5),
+      p99Ms: at(0.99),
+      maxMs: latencies.at(-1) ?? null,
+      ...context,
+    });
+    report({
+      figure: 'live.server_rss',
+      process: 'devcloud serve (every role)',
+      startMiB: rss[0],
+      endMiB: rss.at(-1),
+      maxMiB: Math.max(...rss),
+      samplesMiB: rss,
+      ...context,
+    });
+    streams.abort();
+    await Promise.all(following);
+  } finally {
+    streams.abort();
+    if (load) {
+      load.postMessage({ kind: 'stop' });
+      await Promise.race([reply(load, 'stopped').catch(() => undefined), sleep(10_000)]);
+      await load.terminate();
+    }
+    if (server && server.exitCode === null) {
+      server.kill('SIGTERM');
+      await Promise.race([once(server, 'exit'), sleep(20_000)]);
+    }
+    await store.close();
+    await db.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Public ids of the adopted (non-hub) devices, from their registration events. */
+async function adoptedDevices(store: PostgresEventStore): Promise<string[]> {
+  const ids: string[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await store.readAll({ after, maxCount: 1000, eventTypes: ['DeviceRegistered'] });
+    for (const e of page.events) {
+      const data = e.data as { deviceId: string; kind: string };
+      if (data.kind === 'device') ids.push(data.deviceId);
+    }
+    after = page.lastPosition;
+    if (page.atEnd) return ids;
+  }
+}
+
+async function rssMiB(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kib / 1024);
+}

@@ -1,0 +1,165 @@
+import { Router, type RequestHandler } from 'express';
+import { z } from 'zod';
+import { CAPABILITY_KEYS, isCapabilityKey } from '../../domain/catalogue/index.js';
+import type { Logger } from '../../infra/logger.js';
+import { requireScope } from '../auth/require-scope.js';
+import { HttpProblem } from '../http-errors.js';
+import { parseQuery } from '../validation.js';
+import { LIVE_TYPES, type LiveType } from './frames.js';
+import type { LiveHub } from './hub.js';
+import { StreamSlots } from './slots.js';
+import { LiveStream, type LiveFilter } from './stream.js';
+
+export const HEARTBEAT_SECONDS = { min: 15, max: 120, default: 30 } as const;
+const MAX_DEVICE_IDS = 500;
+
+export const liveQuerySchema = z.strictObject({
+  types: z
+    .string()
+    .max(200)
+    .optional()
+    .meta({
+      description: `Comma-separated frame types: ${LIVE_TYPES.join(', ')}. Default: all of them.`,
+    }),
+  deviceIds: z
+    .string()
+    .max(40_000)
+    .optional()
+    .meta({
+      description:
+        `Comma-separated device public ids (at most ${MAX_DEVICE_IDS}); a hub's id also selects its ` +
+        'pairing_update frames. Ids not in your project simply never match. Default: every device.',
+    }),
+  capabilities: z.string().max(4096).optional().meta({
+    description:
+      'Comma-separated catalogue keys: narrows telemetry and command_update frames; other types pass.',
+  }),
+  heartbeat: z
+    .string()
+    .regex(/^\d{1,9}$/, 'invalid_heartbeat')
+    .optional()
+    .meta({
+      description:
+        `Seconds between \`: ping\` comment lines, clamped to ${HEARTBEAT_SECONDS.min}..` +
+        `${HEARTBEAT_SECONDS.max}. Default ${HEARTBEAT_SECONDS.default}.`,
+    }),
+  lastEventId: z.string().max(200).optional().meta({
+    description: 'Resume strictly after this frame id. The Last-Event-ID header wins when both are sent.',
+  }),
+});
+
+/** Query parameter names that carry credentials by convention (RFC 6750 §2.3 and its imitators). */
+const TOKEN_PARAMETERS = new Set([
+  'access_token',
+  'token',
+  'bearer',
+  'authorization',
+  'auth',
+  'jwt',
+  'id_token',
+]);
+const JWT_SHAPE = /^eyJ[\w-]*\.[\w-]+\.[\w-]*$/;
+
+/**
+ * Mounted ahead of authentication: a token in the query string never authenticates, whether or not a
+ * header comes with it, and the answer says so (it is already in somebody's logs: the client must fix it).
+ */
+export const refuseTokenInQuery: RequestHandler = (req, _res, next) => {
+  const params = new URLSearchParams(req.originalUrl.split('?')[1] ?? '');
+  for (const [name, value] of params) {
+    if (TOKEN_PARAMETERS.has(name.toLowerCase()) || JWT_SHAPE.test(value)) {
+      return next(
+        new HttpProblem(400, 'invalid_query', {
+          reason: 'token_in_query_string',
+          parameter: name,
+          detail: 'Access tokens are accepted only in the Authorization: Bearer header.',
+        }),
+      );
+    }
+  }
+  next();
+};
+
+export interface LiveRouteOptions {
+  readonly hub: LiveHub;
+  readonly logger: Logger;
+  readonly maxStreamsPerClient: number;
+  readonly maxBufferedBytes: number;
+  readonly now: () => number;
+}
+
+/** GET /live (mounted under /v1): the SSE stream. docs/api.md, "Live stream". */
+export function liveRoutes(options: LiveRouteOptions): Router {
+  const slots = new StreamSlots(options.maxStreamsPerClient);
+  const router = Router();
+  router.get('/live', requireScope('telemetry:live'), async (req, res) => {
+    const query = parseQuery(liveQuerySchema, req.query);
+    const filter = parseFilter(query);
+    const heartbeatMs = clampHeartbeat(query.heartbeat) * 1000;
+    const lastEventId = req.get('last-event-id')?.trim() || query.lastEventId;
+    const principal = req.principal!;
+    if (!slots.take(principal.clientId)) {
+      throw new HttpProblem(
+        429,
+        'rate_limited',
+        { reason: 'too_many_streams', limit: slots.limit },
+        { 'Retry-After': '5' },
+      );
+    }
+    const stream = new LiveStream(res, {
+      projectId: principal.projectId,
+      clientId: principal.clientId,
+      filter,
+      heartbeatMs,
+      maxBufferedBytes: options.maxBufferedBytes,
+      expiresAtMs: principal.expiresAt * 1000,
+      now: options.now,
+      onClose: (s) => {
+        slots.release(principal.clientId);
+        options.hub.detach(s);
+      },
+    });
+    stream.open();
+    try {
+      await options.hub.serve(stream, lastEventId);
+    } catch (error) {
+      req.log.warn({ err: error }, 'live stream failed');
+      stream.end('unavailable');
+    }
+  });
+  return router;
+}
+
+export function clampHeartbeat(seconds: string | undefined): number {
+  if (seconds === undefined) return HEARTBEAT_SECONDS.default;
+  return Math.min(HEARTBEAT_SECONDS.max, Math.max(HEARTBEAT_SECONDS.min, Number(seconds)));
+}
+
+function parseFilter(query: z.output<typeof liveQuerySchema>): LiveFilter {
+  const types = list(query.types, 'types');
+  const unknownTypes = types?.filter((t) => !(LIVE_TYPES as readonly string[]).includes(t)) ?? [];
+  if (unknownTypes.length > 0) throw invalidFilter('unknown_type', 'types', unknownTypes, LIVE_TYPES);
+  const capabilities = list(query.capabilities, 'capabilities');
+  const unknownCapabilities = capabilities?.filter((c) => !isCapabilityKey(c)) ?? [];
+  if (unknownCapabilities.length > 0)
+    throw invalidFilter('unknown_capability', 'capabilities', unknownCapabilities, CAPABILITY_KEYS);
+  const deviceIds = list(query.deviceIds, 'deviceIds');
+  if (deviceIds && deviceIds.length > MAX_DEVICE_IDS)
+    throw new HttpProblem(400, 'invalid_query', { reason: 'too_many_values', parameter: 'deviceIds' });
+  return {
+    types: new Set((types ?? LIVE_TYPES) as LiveType[]),
+    deviceIds: deviceIds && new Set(deviceIds),
+    capabilities: capabilities && new Set(capabilities),
+  };
+}
+
+function list(value: string | undefined, parameter: string): string[] | undefined {
+  if (value === undefined) return undefined;
+  const items = [...new Set(value.split(',').map((s) => s.trim()))];
+  if (items.includes('')) throw new HttpProblem(400, 'invalid_query', { reason: 'empty_value', parameter });
+  return items;
+}
+
+function invalidFilter(reason: string, parameter: string, invalid: string[], valid: readonly string[]) {
+  return new HttpProblem(400, 'invalid_filter', { reason, parameter, invalid, valid: [...valid] });
+}
