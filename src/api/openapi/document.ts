@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { SCOPES, type ScopeName } from '../../domain/identity/index.js';
+import { idempotencyKeyHeader } from '../idempotency-key.js';
 import {
   bindingCreatedSchema,
   bindingListSchema,
@@ -7,6 +8,14 @@ import {
   bindingSchema,
 } from '../routes/bindings.js';
 import { catalogueEntrySchema, catalogueSchema } from '../routes/catalogue.js';
+import {
+  commandAnswerSchema,
+  commandListQuerySchema,
+  commandListSchema,
+  commandRequestSchema,
+  commandSchema,
+} from '../routes/commands.js';
+import { grantAnswerSchema, grantListSchema, grantRequestSchema, grantSchema } from '../routes/grants.js';
 import { deviceStateSchema } from '../routes/device-state.js';
 import { deviceListQuerySchema, deviceListSchema, deviceSchema } from '../routes/devices.js';
 import {
@@ -18,6 +27,8 @@ import {
   pairingSessionBodySchema,
   pairingSessionSchema,
 } from '../routes/pairing.js';
+import { liveQuerySchema } from '../live/route.js';
+import { LIVE_FRAME_SCHEMAS } from '../live/wire.js';
 import { siteListSchema, siteSchema } from '../routes/sites.js';
 import { telemetryQuerySchema, telemetrySchema } from '../routes/telemetry.js';
 import {
@@ -39,6 +50,8 @@ requests.add(bindingRequestSchema, { id: 'BindingRequest' });
 requests.add(tokenRequestSchema, { id: 'TokenRequest' });
 requests.add(pairingOpenRequestSchema, { id: 'PairingSessionRequest' });
 requests.add(candidateRequestSchema, { id: 'CandidateRequest' });
+requests.add(grantRequestSchema, { id: 'GrantRequest' });
+requests.add(commandRequestSchema, { id: 'CommandRequest' });
 
 const responses = z.registry<{ id: string }>();
 for (const [schema, id] of [
@@ -58,6 +71,12 @@ for (const [schema, id] of [
   [candidateSchema, 'PairingCandidate'],
   [candidateBodySchema, 'PairingCandidateBody'],
   [adoptionSchema, 'Adoption'],
+  [grantSchema, 'Grant'],
+  [grantAnswerSchema, 'GrantAnswer'],
+  [grantListSchema, 'GrantList'],
+  [commandSchema, 'Command'],
+  [commandAnswerSchema, 'CommandAnswer'],
+  [commandListSchema, 'CommandList'],
   [tokenResponseSchema, 'TokenResponse'],
   [oauthErrorSchema, 'OAuthError'],
   [healthSchema, 'Health'],
@@ -65,6 +84,9 @@ for (const [schema, id] of [
 ] as const) {
   responses.add(schema, { id });
 }
+const frameId = (event: string) => `LiveFrame_${event}`;
+for (const [event, schema] of Object.entries(LIVE_FRAME_SCHEMAS))
+  responses.add(schema, { id: frameId(event) });
 
 const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
 
@@ -80,9 +102,11 @@ const SCOPE_DESCRIPTIONS: Readonly<Record<ScopeName, string>> = {
   'telemetry:read': 'the telemetry endpoint',
   'telemetry:live': 'GET /v1/live',
   'catalog:read': 'GET /v1/catalog/capabilities',
-  'commands:high_risk': 'S3 capabilities',
-  'grants:admin': 'enable write grants (implies grants:revoke)',
-  'grants:revoke': 'revoke write grants',
+  'commands:read': 'GET /v1/commands/{commandId} and GET /v1/devices/{publicId}/commands',
+  'commands:write': 'POST /v1/devices/{publicId}/commands',
+  'commands:high_risk': 'S3 capabilities, in addition to commands:write',
+  'grants:admin': 'PUT capability-grants with write true: enable write grants (implies grants:revoke)',
+  'grants:revoke': 'PUT capability-grants with write false: revoke write grants',
 };
 
 const error = (description: string) => ({
@@ -105,7 +129,7 @@ function secured(scope: ScopeName, operation: Json & { responses: Json }): Json 
       ...operation.responses,
       401: error('Missing, expired or invalid token (`unauthorized`).'),
       403: error(`The token lacks ${scope} (\`forbidden\`, no reasons).`),
-      429: RATE_LIMITED,
+      429: operation.responses[429] ?? RATE_LIMITED,
     },
   };
 }
@@ -245,17 +269,7 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
     '/v1/bindings',
     secured('devices:write', {
       summary: 'Bind a device to an object of your application',
-      parameters: [
-        {
-          name: 'Idempotency-Key',
-          in: 'header',
-          required: false,
-          description:
-            'Same key and same body: the same answer as the first time. Same key, other body: 409. ' +
-            'Alternative to the body field idempotencyKey (both given: they must be equal).',
-          schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
-        },
-      ],
+      parameters: [idempotencyKeyHeader('body')],
       requestBody: { required: true, content: { 'application/json': { schema: ref('BindingRequest') } } },
       responses: {
         201: ok('BindingCreated', 'The binding (also on an idempotent replay).'),
@@ -311,6 +325,45 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
     }),
   ],
   ...pairingOperations(),
+  [
+    'get',
+    '/v1/live',
+    secured('telemetry:live', {
+      summary: 'Live stream (Server-Sent Events)',
+      description:
+        'Bearer header only. `retry: 5000` first, then frames (`id`, `event`, `data` as one line of JSON) and ' +
+        'a `: ping` comment every heartbeat. `Last-Event-ID` (or lastEventId) resumes strictly after that ' +
+        'frame. The data of each event type is the schema named in x-sse-events. docs/api.md, "Live stream".',
+      parameters: [
+        ...queryParameters(liveQuerySchema),
+        {
+          name: 'Last-Event-ID',
+          in: 'header',
+          required: false,
+          description: 'Resume strictly after this frame id; wins over lastEventId.',
+          schema: { type: 'string' },
+        },
+      ],
+      'x-sse-events': Object.fromEntries(Object.keys(LIVE_FRAME_SCHEMAS).map((e) => [e, ref(frameId(e))])),
+      responses: {
+        200: {
+          description: 'The stream, until the client leaves or a stream_error frame ends it.',
+          content: { 'text/event-stream': { schema: { type: 'string' } } },
+        },
+        429: {
+          ...RATE_LIMITED,
+          description:
+            'Rate limit exceeded, or too many open streams for this client (`too_many_streams`, with `limit`).',
+        },
+        400: error(
+          'Bad query (`invalid_query`: unknown parameter such as projectId, a token in the query string ' +
+            '(`token_in_query_string`), a heartbeat that is not a number), or an unknown type or capability ' +
+            '(`invalid_filter`, with `invalid` and `valid`).',
+        ),
+      },
+    }),
+  ],
+  ...controlOperations(),
 ];
 
 /** "GET /v1/devices/:publicId" for each documented operation, as express declares its routes. */
@@ -471,6 +524,109 @@ function pairingOperations(): (readonly [string, string, Json])[] {
           409: error('The candidate is not pending (`candidate_not_pending`, with its `state`).'),
           422: error('ieeeAddr missing or malformed.'),
         },
+      }),
+    ],
+  ];
+}
+
+function controlOperations(): (readonly [string, string, Json])[] {
+  const devicePath = { name: 'publicId', in: 'path', required: true, schema: { type: 'string' } };
+  const missingDevice = error(
+    'No such device in your project (`not_found`); a foreign device answers the same.',
+  );
+  const contended = {
+    description:
+      'Too many concurrent writes on the device (`contention`); nothing was recorded. Retry after Retry-After.',
+    headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } },
+    content: { 'application/json': { schema: ref('Error') } },
+  };
+  const commandPost = secured('commands:write', {
+    summary: 'Send a command to a writable capability, behind the safety gate',
+    description:
+      'Answered 201 once validated, recorded and queued (not proof that the hardware acted). Refusals are 403 ' +
+      'with reasons[] (closed list: docs/commands.md); S3 needs commands:high_risk and a two-step challenge.',
+    parameters: [devicePath, idempotencyKeyHeader('content (device, capability, value, mode, ttlSeconds)')],
+    requestBody: { required: true, content: { 'application/json': { schema: ref('CommandRequest') } } },
+    responses: {
+      201: ok('CommandAnswer', 'Accepted and queued (also on an idempotent replay: the same commandId).'),
+      409: error('The idempotency key was used with other content (`conflict`, `idempotency_key_reused`).'),
+      413: error('Body over 64 kB.'),
+      415: error('The body is not JSON.'),
+      422: error(
+        'A body that does not fit (`invalid_request`), or a value that fails the capability (`invalid_value`) ' +
+          'when no policy reason stands.',
+      ),
+      503: contended,
+    },
+  }) as Json & { responses: Json };
+  commandPost.responses = {
+    ...commandPost.responses,
+    403: error(
+      'Without reasons: the token lacks commands:write, or commands:high_risk for an S3 capability. With ' +
+        'reasons[]: a safety refusal; a missing or foreign device is `device_not_addressable` (never 404). A first ' +
+        'S3 request that passes everything else answers `["challenge_required"]` and `challenge {challengeId, expiresAt}`.',
+    ),
+  };
+  const grantPut = secured('grants:revoke', {
+    summary: 'Enable (write true, grants:admin) or revoke (write false, grants:revoke) one write grant',
+    description:
+      'S2 and S3 need a verified profile (409 `profile_not_verified` otherwise, nothing recorded); S1 may be ' +
+      'enabled on a draft profile. A revoke cancels the pending commands of the pair. Repeating a change records nothing.',
+    parameters: [devicePath],
+    requestBody: { required: true, content: { 'application/json': { schema: ref('GrantRequest') } } },
+    responses: {
+      200: ok('GrantAnswer', 'The grant as it now stands.'),
+      404: missingDevice,
+      409: error(
+        '`profile_not_verified` (S2/S3 on a draft profile) or `device_lifecycle` (revoked or retired device).',
+      ),
+      422: error(
+        'Unknown capability, read-only capability, or one the device does not have (`invalid_value`).',
+      ),
+      503: contended,
+    },
+  }) as Json & { responses: Json };
+  grantPut.responses = {
+    ...grantPut.responses,
+    403: error('The token lacks grants:revoke, or grants:admin to enable (`forbidden`, no reasons).'),
+  };
+  return [
+    ['put', '/v1/devices/:publicId/capability-grants', grantPut],
+    [
+      'get',
+      '/v1/devices/:publicId/capability-grants',
+      secured('devices:read', {
+        summary: 'Every writable capability of the device with its grant state, who changed it last and when',
+        parameters: [devicePath],
+        responses: {
+          200: ok('GrantList', 'One entry per writable capability.'),
+          400: INVALID_QUERY,
+          404: missingDevice,
+        },
+      }),
+    ],
+    ['post', '/v1/devices/:publicId/commands', commandPost],
+    [
+      'get',
+      '/v1/commands/:commandId',
+      secured('commands:read', {
+        summary: 'One command and its current status',
+        parameters: [{ name: 'commandId', in: 'path', required: true, schema: { type: 'string' } }],
+        responses: {
+          200: ok('CommandAnswer', 'The command.'),
+          400: INVALID_QUERY,
+          404: error('No such command in your project (`not_found`); a foreign command answers the same.'),
+        },
+      }),
+    ],
+    [
+      'get',
+      '/v1/devices/:publicId/commands',
+      secured('commands:read', {
+        summary: "A page of a device's commands, in acceptance order",
+        description: 'Filters combine. Follow nextCursor, with the same filters, until it is absent.',
+        parameters: [devicePath, ...queryParameters(commandListQuerySchema)],
+        responses: { 200: ok('CommandList', 'A page of commands.'), 400: INVALID_QUERY, 404: missingDevice },
       }),
     ],
   ];
