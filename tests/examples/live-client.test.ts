@@ -132,4 +132,64 @@ describe('examples/live-client against the real server', function () {
     // Reading 11 left the store but not this process's memory: it is still sent, after the gap notice.
     expect(later.map((f) => f.data.value)).to.deep.equal([11, 12]);
   });
+  it('answers a 401 with a fresh token and one more try; a second 401 in a row is final', async () => {
+    offsetMs = 0;
+    const realFetch = globalThis.fetch;
+    let tokenRequests = 0;
+    let streamAnswers: number[] = [];
+    let spoil = 1; // how many token answers to replace with a token the server cannot verify
+    globalThis.fetch = async (input, init) => {
+      const response = await realFetch(input, init);
+      if (String(input).endsWith('/v1/oauth/token')) {
+        tokenRequests += 1;
+        if (spoil-- > 0) {
+          const body = (await response.json()) as Record<string, unknown>;
+          return Response.json({ ...body, access_token: 'eyJhbGciOiJub25lIn0.e30.' });
+        }
+      } else if (String(input).includes('/v1/live')) streamAnswers.push(response.status);
+      return response;
+    };
+    try {
+      const frames: LiveFrame[] = [];
+      const client = new LiveClient({
+        baseUrl: api.baseUrl,
+        clientId: tenant.clientId,
+        clientSecret: tenant.clientSecret,
+        types: ['telemetry'],
+        deviceIds: [device],
+        onFrame: (f) => void frames.push(f),
+      });
+      const renewed = new AbortController();
+      const running = client.run(renewed.signal);
+      await until('connected with the second token', () => client.connections === 1);
+      await reading(20);
+      await until('a frame', () => frames.length === 1);
+      renewed.abort();
+      await running;
+      // The fault happened: the real server refused the spoiled token, and the client asked for another.
+      expect(streamAnswers).to.deep.equal([401, 200]);
+      expect(tokenRequests).to.equal(2);
+      expect(frames[0]!.data.value).to.equal(20);
+
+      streamAnswers = [];
+      tokenRequests = 0;
+      spoil = 2;
+      const doomed = new LiveClient({
+        baseUrl: api.baseUrl,
+        clientId: tenant.clientId,
+        clientSecret: tenant.clientSecret,
+        types: ['telemetry'],
+        onFrame: () => undefined,
+      });
+      const failure = await doomed.run(new AbortController().signal).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(streamAnswers).to.deep.equal([401, 401]);
+      expect(tokenRequests).to.equal(2);
+      expect((failure as Error).message).to.match(/401 twice/);
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+  });
 });

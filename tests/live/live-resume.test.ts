@@ -148,6 +148,11 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
       expect(rest.map((f) => f.type)).to.deep.equal(['telemetry', 'telemetry', 'telemetry']);
       stream.close();
     }
+    // What may be missing after an unknown id is whatever the stream follows, not only readings.
+    const control = await live('types=device_status,command_update', { 'Last-Event-ID': 'not-a-frame-id' });
+    await control.waitFor('the gap', () => control.frames('replay_gap').length);
+    expect(control.frames('replay_gap')[0]!.data.types).to.deep.equal(['command_update', 'device_status']);
+    control.close();
   });
 
   it('answers a resume from before the readings retention with replay_gap saying what was missed, then the rest', async () => {
@@ -181,6 +186,7 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
     );
     // A stream that did not ask for telemetry misses nothing: control-plane events are kept for ever.
     const statusOnly = await live('types=device_status', { 'Last-Event-ID': lastSeen.id! });
+    expect(statusOnly.status, 'the status-only stream is open').to.equal(200);
     await readings(1);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(statusOnly.frames('replay_gap')).to.deep.equal([]);

@@ -244,6 +244,7 @@ describe('GET /v1/live', function () {
       await theirs.waitFor('second', () => theirs.frames().length >= 2);
       expect(mine.frames().map((f) => f.data.deviceId)).to.deep.equal([deviceA]);
       expect(theirs.frames().map((f) => f.data.deviceId)).to.deep.equal([foreign, foreign]);
+      expect(asking.status, 'the narrowing stream is open').to.equal(200);
       expect(asking.frames()).to.deep.equal([]);
     });
   });

@@ -76,7 +76,8 @@ export async function openLive(
       const deadline = Date.now() + ms;
       for (;;) {
         const value = probe();
-        if (value !== undefined && value !== false) return value;
+        // A count of 0 is "not yet", like undefined and false: probes often return a length.
+        if (value !== undefined && value !== null && value !== false && value !== 0) return value;
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
         await sleep(20);
       }

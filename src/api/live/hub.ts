@@ -112,7 +112,13 @@ export class LiveHub {
       const position = this.#headPosition ?? '0'.repeat(32);
       stream.control(
         'replay_gap',
-        this.#gap(stream, 'unknown_id', null, new Date(this.#options.now()).toISOString()),
+        this.#gap(
+          stream,
+          'unknown_id',
+          [...stream.filter.types].sort(),
+          null,
+          new Date(this.#options.now()).toISOString(),
+        ),
         frameId(position, 0xffff, this.#options.now()),
       );
       return this.#join(stream, this.#headKey);
@@ -122,7 +128,13 @@ export class LiveHub {
       if (cutoff !== undefined) {
         stream.control(
           'replay_gap',
-          this.#gap(stream, 'retention', new Date(decoded.recordedAtMs).toISOString(), cutoff.toISOString()),
+          this.#gap(
+            stream,
+            'retention',
+            ['telemetry'],
+            new Date(decoded.recordedAtMs).toISOString(),
+            cutoff.toISOString(),
+          ),
         );
       }
     }
@@ -143,10 +155,17 @@ export class LiveHub {
     if (streams.empty) this.#projects.delete(stream.projectId);
   }
 
-  #gap(stream: LiveStream, reason: string, from: string | null, to: string): Record<string, unknown> {
+  /** `types`: what may be missing: only readings expire, but an unknown id may have missed anything. */
+  #gap(
+    stream: LiveStream,
+    reason: string,
+    types: readonly string[],
+    from: string | null,
+    to: string,
+  ): Record<string, unknown> {
     return {
       reason,
-      types: ['telemetry'],
+      types,
       from,
       to,
       deviceIds: stream.filter.deviceIds ? [...stream.filter.deviceIds] : null,

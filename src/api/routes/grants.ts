@@ -55,7 +55,7 @@ const classOf = (key: string) => findCapability(key)!.safetyClass as GrantWire['
  * PUT and GET /devices/{publicId}/capability-grants. Enabling needs grants:admin, revoking only
  * grants:revoke; a missing or foreign device is 404 on both.
  */
-export function grantRoutes(deps: { pool: Pool; store: EventStore }): Router {
+export function grantRoutes(deps: { pool: Pool; store: EventStore; now: () => number }): Router {
   const router = Router();
 
   router.put('/devices/:publicId/capability-grants', async (req, res) => {
@@ -73,7 +73,7 @@ export function grantRoutes(deps: { pool: Pool; store: EventStore }): Router {
         deviceId: String(req.params.publicId),
         capabilityKey: body.capabilityKey,
         write: body.write,
-        now: new Date(),
+        now: new Date(deps.now()),
       },
       { clientId: principal.clientId, requestId: req.id },
     );
