@@ -192,6 +192,24 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
       expect(await store.readStream(hub), 'the first stream was not written').to.deep.equal([]);
       expect((await store.readStream(device)).map((e) => e.type)).to.deep.equal(['AlreadyThere']);
     });
+
+    it('names the stream that was not at its expected revision, whichever place it had', async () => {
+      const [behind, fine] = [stream(), stream()];
+      await store.append(behind, [event('First'), event('Second')], 'no_stream');
+      let error: unknown;
+      try {
+        await store.appendMany([
+          { streamName: behind, events: [event('Late')], expectedRevision: 0n },
+          { streamName: fine, events: [event('Registered')], expectedRevision: 'no_stream' },
+        ]);
+      } catch (e) {
+        error = e;
+      }
+      expect(error).to.be.instanceOf(WrongExpectedRevisionError);
+      expect((error as WrongExpectedRevisionError).streamName).to.equal(behind);
+      expect((error as WrongExpectedRevisionError).actual).to.equal(1n);
+      expect(await store.readStream(fine)).to.deep.equal([]);
+    });
   });
 
   describe('batch append (ingest)', () => {

@@ -18,9 +18,12 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../port.js';
+import { parseAppendNotice, type AppendNotice } from './append-notice.js';
 import { decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
 import {
   APPEND_BATCH,
+  APPEND_STREAMS,
+  STREAM_REVISIONS,
   APPEND_EVENTS,
   APPEND_NOTIFICATION_CHANNEL,
   COUNT_EVENTS,
@@ -50,7 +53,7 @@ interface EventRow {
 /** Event store on PostgreSQL (see migrations 0001-0003). The pool is owned by the caller. */
 export class PostgresEventStore implements EventStore {
   readonly kind = 'postgres' as const;
-  private readonly wakeups = new Set<() => void>();
+  private readonly wakeups = new Set<(notice: AppendNotice) => void>();
   private listener: pg.Client | undefined;
   private listening: Promise<void> | undefined;
 
@@ -85,45 +88,47 @@ export class PostgresEventStore implements EventStore {
   }
 
   private async appendOnce(appends: readonly StreamAppend[]): Promise<AppendResult[]> {
-    const client = await this.connect();
-    const results: AppendResult[] = [];
+    if (appends.length === 1) return [toAppendResult((await this.appendOne(appends[0]!)).rows[0]!)];
+    const events = appends.flatMap((a) => a.events);
     try {
-      if (appends.length > 1) await client.query('BEGIN');
-      for (const append of appends) {
-        const { rows } = await this.appendOne(client, append);
-        const row = rows[0]!;
-        results.push({
-          nextRevision: BigInt(row.next_revision),
-          position: encodePgPosition(row.transaction_id, row.last_global_position),
-        });
-      }
-      if (appends.length > 1) await client.query('COMMIT');
-      return results;
+      const { rows } = await this.pool.query<AppendRow>(APPEND_STREAMS, [
+        appends.map((a) => a.streamName),
+        appends.map((a) => expectedCode(a.expectedRevision)),
+        appends.map((a) => a.events.length),
+        ...eventColumns(events),
+      ]);
+      return rows.map(toAppendResult);
     } catch (error) {
-      if (appends.length > 1) await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release();
+      if (isUniqueViolation(error, 'events_event_id_key')) throw error;
+      throw translate(error, await this.failedAppend(error, appends));
     }
   }
 
-  private async appendOne(client: pg.PoolClient, append: StreamAppend) {
+  /**
+   * Which of several appends an append_streams error is about: for a wrong expected revision, the first
+   * whose stream no longer matches its expectation (revisions only grow, so what failed still differs);
+   * for a duplicate event id, the one carrying that id.
+   */
+  private async failedAppend(
+    error: unknown,
+    appends: readonly StreamAppend[],
+  ): Promise<StreamAppend | undefined> {
+    const { code, detail } = error as { code?: string; detail?: string };
+    if (code === 'DC002') return appends.find((a) => a.events.some((e) => e.id === detail));
+    if (code !== 'DC001') return undefined;
+    const { rows } = await this.query<{ stream_name: string; revision: string }>(STREAM_REVISIONS, [
+      appends.map((a) => a.streamName),
+    ]);
+    const revisions = new Map(rows.map((r) => [r.stream_name, BigInt(r.revision)]));
+    return appends.find((a) => !meetsExpectation(a.expectedRevision, revisions.get(a.streamName)));
+  }
+
+  private async appendOne(append: StreamAppend): Promise<pg.QueryResult<AppendRow>> {
     try {
-      return await client.query<{
-        next_revision: string;
-        transaction_id: string;
-        last_global_position: string;
-      }>(APPEND_EVENTS, [
+      return await this.pool.query<AppendRow>(APPEND_EVENTS, [
         append.streamName,
-        String(
-          typeof append.expectedRevision === 'bigint'
-            ? append.expectedRevision
-            : EXPECTED_CODES[append.expectedRevision],
-        ),
-        append.events.map((e) => e.id),
-        append.events.map((e) => e.type),
-        append.events.map((e) => JSON.stringify(e.data)),
-        append.events.map((e) => (e.metadata ? JSON.stringify(e.metadata) : null)),
+        expectedCode(append.expectedRevision),
+        ...eventColumns(append.events),
       ]);
     } catch (error) {
       throw isUniqueViolation(error, 'events_event_id_key') ? error : translate(error, append);
@@ -278,8 +283,11 @@ export class PostgresEventStore implements EventStore {
     await listener?.end().catch(() => {});
   }
 
-  /** Registers a wake-up on every append notification; returns the unregister function. */
-  private onAppend(wake: () => void): () => void {
+  /**
+   * Registers a wake-up on every append notification; returns the unregister function. The wake-up gets what
+   * the notification says (the appending transaction and its event types).
+   */
+  private onAppend(wake: (notice: AppendNotice) => void): () => void {
     this.wakeups.add(wake);
     this.listening ??= this.listen().catch(() => {
       // Polling still delivers everything; the next subscriber retries LISTEN.
@@ -291,8 +299,9 @@ export class PostgresEventStore implements EventStore {
   private async listen(): Promise<void> {
     // A dedicated connection: a pooled client carrying a LISTEN would hand it to unrelated work.
     const dedicated = new pg.Client({ connectionString: this.options.connectionString });
-    dedicated.on('notification', () => {
-      for (const wake of this.wakeups) wake();
+    dedicated.on('notification', (message) => {
+      const notice = parseAppendNotice(message.payload);
+      for (const wake of this.wakeups) wake(notice);
     });
     dedicated.on('error', () => {
       this.listener = undefined;
@@ -301,14 +310,6 @@ export class PostgresEventStore implements EventStore {
     await dedicated.connect();
     await dedicated.query(`LISTEN ${APPEND_NOTIFICATION_CHANNEL}`);
     this.listener = dedicated;
-  }
-
-  private async connect(): Promise<pg.PoolClient> {
-    try {
-      return await this.pool.connect();
-    } catch (error) {
-      throw new EventStoreUnavailableError('event store database unreachable', { cause: error });
-    }
   }
 
   private async query<R extends pg.QueryResultRow>(
@@ -352,6 +353,40 @@ function isUniqueViolation(error: unknown, constraint: string): boolean {
   return e.code === '23505' && e.constraint === constraint;
 }
 
+interface AppendRow {
+  next_revision: string;
+  transaction_id: string;
+  last_global_position: string;
+}
+
+function toAppendResult(row: AppendRow): AppendResult {
+  return {
+    nextRevision: BigInt(row.next_revision),
+    position: encodePgPosition(row.transaction_id, row.last_global_position),
+  };
+}
+
+function meetsExpectation(expected: ExpectedRevision, revision: bigint | undefined): boolean {
+  if (expected === 'any') return true;
+  if (expected === 'no_stream') return revision === undefined;
+  if (expected === 'stream_exists') return revision !== undefined;
+  return revision === expected;
+}
+
+function expectedCode(expected: ExpectedRevision): string {
+  return String(typeof expected === 'bigint' ? expected : EXPECTED_CODES[expected]);
+}
+
+/** Ids, types, data and metadata of events as the append functions take them: one array each. */
+function eventColumns(events: readonly NewEvent[]): unknown[] {
+  return [
+    events.map((e) => e.id),
+    events.map((e) => e.type),
+    events.map((e) => JSON.stringify(e.data)),
+    events.map((e) => (e.metadata ? JSON.stringify(e.metadata) : null)),
+  ];
+}
+
 function translate(error: unknown, append: StreamAppend | undefined): Error {
   const e = error as { code?: string; detail?: string; message?: string };
   if (e.code === 'DC001' && append) {
@@ -370,5 +405,8 @@ function translate(error: unknown, append: StreamAppend | undefined): Error {
 function isConnectionFailure(code: string | undefined, message: string | undefined): boolean {
   if (code && (code.startsWith('08') || code === '57P01' || code === '57P03' || code === 'ECONNREFUSED'))
     return true;
-  return /Connection terminated|ECONNREFUSED|connect ETIMEDOUT/.test(message ?? '');
+  // The last one is pg-pool's: no connection could be had within connectionTimeoutMillis.
+  return /Connection terminated|ECONNREFUSED|connect ETIMEDOUT|timeout exceeded when trying to connect/.test(
+    message ?? '',
+  );
 }

@@ -4,6 +4,14 @@ export const APPEND_EVENTS = `
   SELECT next_revision, last_transaction_id::text AS transaction_id, last_global_position
     FROM eventstore.append_events($1, $2, $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])`;
 
+export const APPEND_STREAMS = `
+  SELECT next_revision, last_transaction_id::text AS transaction_id, last_global_position
+    FROM eventstore.append_streams($1::text[], $2::bigint[], $3::integer[], $4::uuid[], $5::text[],
+                                   $6::jsonb[], $7::jsonb[])`;
+
+export const STREAM_REVISIONS = `
+  SELECT stream_name, revision FROM eventstore.streams WHERE stream_name = ANY ($1::text[])`;
+
 export const APPEND_BATCH = `
   SELECT event_id, inserted, transaction_id::text AS transaction_id, global_position
     FROM eventstore.append_batch($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[])`;

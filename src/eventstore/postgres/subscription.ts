@@ -1,14 +1,24 @@
 import type { EventStore, SubscribeOptions, Subscription, SubscriptionBatch } from '../port.js';
+import { concerns, type AppendNotice } from './append-notice.js';
+
+/** The first retry after a read that did not yet see an announced transaction; it doubles up to idlePollMs. */
+const HIDDEN_RETRY_FIRST_MS = 2;
 
 /**
  * Catch-up-then-live subscription built on readAll: it pages until the end of the visible global order,
- * then sleeps until an append notification or the poll interval, whichever comes first. Notifications
- * only shorten the wait; polling alone delivers every event.
+ * then sleeps until an append notification of one of its event types or the poll interval, whichever comes
+ * first. Notifications only shorten the wait; polling alone delivers every event.
+ *
+ * A notification can arrive before its events are visible: any older transaction still open on the server
+ * (a projector's batch, which sends no notification when it ends) holds the read horizon back. The
+ * notification names the lowest position its transaction's events can have (`committedFrom`); while the
+ * visible head has not reached the newest one announced, the subscription reads again soon, backing off
+ * from HIDDEN_RETRY_FIRST_MS, instead of sleeping the whole idle interval with an announced event waiting.
  */
 export function subscribeByPolling(
   store: Pick<EventStore, 'readAll'>,
   options: SubscribeOptions,
-  onAppend: (wake: () => void) => () => void,
+  onAppend: (wake: (notice: AppendNotice) => void) => () => void,
   idlePollMs: number,
 ): Subscription {
   const batchSize = options.batchSize ?? 1000;
@@ -18,7 +28,15 @@ export function subscribeByPolling(
       let signalledCaughtUp = false;
       let woken: boolean;
       let wake: (() => void) | undefined;
-      const unregister = onAppend(() => {
+      // The newest announced position not yet seen to be visible, and the current retry delay for it.
+      let awaited: string | undefined;
+      let retryMs = 0;
+      const unregister = onAppend((notice) => {
+        if (!concerns(notice, options.eventTypes)) return;
+        const { committedFrom } = notice;
+        if (committedFrom !== undefined && (awaited === undefined || committedFrom > awaited)) {
+          awaited = committedFrom;
+        }
         woken = true;
         wake?.();
       });
@@ -32,8 +50,16 @@ export function subscribeByPolling(
             yield { events: page.events, checkpoint: after, caughtUp: page.atEnd };
           }
           if (!page.atEnd || woken || options.signal?.aborted) continue;
+          if (awaited !== undefined && (after === undefined || after < awaited)) {
+            retryMs = Math.min(idlePollMs, Math.max(HIDDEN_RETRY_FIRST_MS, retryMs * 2));
+            // Events deleted before anyone read them never become visible: stop chasing after one idle interval.
+            if (retryMs >= idlePollMs) awaited = undefined;
+          } else {
+            awaited = undefined;
+            retryMs = 0;
+          }
           await new Promise<void>((resolve) => {
-            const timer = setTimeout(done, idlePollMs);
+            const timer = setTimeout(done, awaited === undefined ? idlePollMs : retryMs);
             options.signal?.addEventListener('abort', done, { once: true });
             wake = done;
             function done() {

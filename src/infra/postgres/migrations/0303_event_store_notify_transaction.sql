@@ -1,0 +1,22 @@
+-- The append notification names the transaction that appended and the event types it wrote, as
+-- "<xid>:<type>,<type>". A subscriber skips a notification none of whose types it follows (most of them:
+-- readings wake the two projectors that read them, not all the others), and one woken by it can tell an
+-- event it has not seen yet (its transaction is past the visible head because an older open transaction
+-- still hides it: read again soon) from one it already read. Still only a hint: subscribers also poll,
+-- and a payload too long for NOTIFY names the transaction only (every subscriber wakes).
+CREATE OR REPLACE FUNCTION eventstore.notify_append() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  v_types text := (SELECT string_agg(DISTINCT a.event_type, ',') FROM appended a);
+BEGIN
+  PERFORM pg_notify(
+    'eventstore_append',
+    pg_current_xact_id()::text || CASE WHEN length(v_types) < 7000 THEN ':' || v_types ELSE '' END
+  );
+  RETURN NULL;
+END
+$$;
+
+DROP TRIGGER events_notify ON eventstore.events;
+CREATE TRIGGER events_notify AFTER INSERT ON eventstore.events
+  REFERENCING NEW TABLE AS appended
+  FOR EACH STATEMENT EXECUTE FUNCTION eventstore.notify_append();

@@ -1,0 +1,142 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import pg from 'pg';
+import { concerns, parseAppendNotice } from '../../src/eventstore/postgres/append-notice.js';
+import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
+import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+/** Polls `probe` every 10 ms until it answers, for at most `ms`. */
+async function within<T>(ms: number, what: string, probe: () => T | undefined): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+/** Follows the store from its start into `seen`, counting its reads, until `signal` aborts. */
+function follow(store: EventStore, eventTypes: string[] | undefined, signal: AbortSignal) {
+  const seen: RecordedEvent[] = [];
+  let reads = 0;
+  const counting: EventStore = Object.create(store) as EventStore;
+  counting.readAll = (options) => {
+    reads++;
+    return store.readAll(options);
+  };
+  const subscription = (store as PostgresEventStore).subscribeToAll.call(counting, { eventTypes, signal });
+  const done = (async () => {
+    for await (const batch of subscription) seen.push(...batch.events);
+  })();
+  return { seen, reads: () => reads, done };
+}
+
+describe('append notifications: which subscribers wake, and when', () => {
+  it('reads the payload: the transaction as the lowest position its events can have, and the types', () => {
+    expect(parseAppendNotice('815:ReadingsRecorded,DeviceConnected')).to.deep.equal({
+      committedFrom: encodePgPosition(815n, 0n),
+      eventTypes: new Set(['ReadingsRecorded', 'DeviceConnected']),
+    });
+    expect(parseAppendNotice('815')).to.deep.equal({
+      committedFrom: encodePgPosition(815n, 0n),
+      eventTypes: undefined,
+    });
+    expect(parseAppendNotice('')).to.deep.equal({ committedFrom: undefined, eventTypes: undefined });
+    expect(parseAppendNotice('not-a-transaction:A')).to.deep.equal({
+      committedFrom: undefined,
+      eventTypes: undefined,
+    });
+    const notice = parseAppendNotice('9:A,B');
+    expect(concerns(notice, ['C', 'B'])).to.equal(true);
+    expect(concerns(notice, ['C'])).to.equal(false);
+    expect(concerns(notice, undefined), 'a subscriber of every type').to.equal(true);
+    expect(concerns(parseAppendNotice('9'), ['C']), 'a notice without types may concern anyone').to.equal(
+      true,
+    );
+  });
+
+  describe('on PostgreSQL', () => {
+    let db: TestDatabase;
+    let store: PostgresEventStore;
+    let controller: AbortController;
+    beforeEach(async () => {
+      db = await freshDatabase();
+      // An idle interval far longer than any wait below: only a notification can explain a prompt delivery.
+      store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 60_000 });
+      controller = new AbortController();
+    });
+    afterEach(async () => {
+      controller.abort();
+      await store.close();
+      await db.drop();
+    });
+
+    it('delivers an event hidden behind an older open transaction as soon as that transaction ends', async function () {
+      this.timeout(20_000);
+      const followed = follow(store, ['Ticked'], controller.signal);
+      await store.append(
+        `clock-${randomUUID()}`,
+        [{ id: randomUUID(), type: 'Ticked', data: { n: 1 } }],
+        'any',
+      );
+      await within(5_000, 'the first event, announced', () =>
+        followed.seen.length === 1 ? true : undefined,
+      );
+
+      // A transaction that holds an id (it wrote nothing to the event store) and stays open.
+      const blocker = new pg.Client({ connectionString: db.url });
+      await blocker.connect();
+      try {
+        await blocker.query('BEGIN');
+        await blocker.query('SELECT pg_current_xact_id()');
+        await store.append(
+          `clock-${randomUUID()}`,
+          [{ id: randomUUID(), type: 'Ticked', data: { n: 2 } }],
+          'any',
+        );
+        // The fault: the second event is committed and announced, yet no reader may see it yet.
+        const page = await store.readAll({ maxCount: 10 });
+        expect(page.events.map((e) => (e.data as { n: number }).n)).to.deep.equal([1]);
+        const readsWhileHidden = followed.reads();
+        await within(5_000, 'the subscriber retrying while the event is hidden', () =>
+          followed.reads() > readsWhileHidden + 2 ? true : undefined,
+        );
+        expect(followed.seen).to.have.length(1);
+        await blocker.query('COMMIT');
+      } finally {
+        await blocker.end();
+      }
+      // Well inside the 60 s idle interval: the subscriber kept looking for the announced transaction.
+      await within(5_000, 'the hidden event, once visible', () =>
+        followed.seen.length === 2 ? true : undefined,
+      );
+    });
+
+    it('wakes a subscriber only for appends of its own event types', async function () {
+      this.timeout(20_000);
+      const ticks = follow(store, ['Ticked'], controller.signal);
+      const everything = follow(store, undefined, controller.signal);
+      await within(5_000, 'both subscribers caught up', () =>
+        ticks.reads() > 0 && everything.reads() > 0 ? true : undefined,
+      );
+      const ticksReadsBefore = ticks.reads();
+      for (let i = 0; i < 20; i++) {
+        await store.append(
+          `other-${randomUUID()}`,
+          [{ id: randomUUID(), type: 'Tocked', data: { i } }],
+          'any',
+        );
+      }
+      await within(5_000, 'the all-types subscriber seeing every append', () =>
+        everything.seen.length === 20 ? true : undefined,
+      );
+      expect(everything.reads(), 'the all-types subscriber was woken').to.be.greaterThan(1);
+      expect(ticks.reads(), 'twenty appends of another type did not wake it').to.equal(ticksReadsBefore);
+      await store.append(`clock-${randomUUID()}`, [{ id: randomUUID(), type: 'Ticked', data: {} }], 'any');
+      await within(5_000, 'its own type, announced', () => (ticks.seen.length === 1 ? true : undefined));
+    });
+  });
+});
