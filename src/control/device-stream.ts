@@ -1,12 +1,12 @@
 import {
   controlDecider,
   controlFolding,
-  loadControlState,
   type ControlCommand,
   type ControlEvent,
   type DeviceControlState,
 } from '../domain/control/index.js';
 import { deviceStreamName } from '../domain/devices/index.js';
+import { foldStream } from '../eventstore/folded-streams.js';
 import { decideOnStream, type Decision } from '../eventstore/handle-command.js';
 import type { AppendResult, EventStore } from '../eventstore/port.js';
 
@@ -14,8 +14,7 @@ export type Metadata = Record<string, unknown>;
 
 /** The device's control state as its own stream tells it now (never a read model). */
 export async function readControlState(store: EventStore, deviceId: string): Promise<DeviceControlState> {
-  const events = await store.readStream(deviceStreamName(deviceId));
-  return loadControlState(events.map((e) => ({ type: e.type, data: e.data }) as ControlEvent));
+  return (await foldStream(store, deviceStreamName(deviceId), controlFolding)).state;
 }
 
 /**

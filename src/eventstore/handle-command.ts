@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Decider } from '../domain/decider.js';
+import { foldStream, forgetFold, keepFold, keptFold } from './folded-streams.js';
 import {
   StreamContendedError,
   WrongExpectedRevisionError,
@@ -96,11 +97,27 @@ async function optimisticLoop<Event extends TypedEvent, State, Result>(
   options: HandleOptions<Event>,
 ): Promise<{ result: Result; state: State; appended: AppendResult[] }> {
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  // The first try decides on the fold this process kept, without reading: the append at its revision
+  // checks it as a read would have. What no append checks (a refusal, a decision to record nothing) and a
+  // kept fold that turned out stale are decided again on a fresh read, without counting as an attempt.
+  let trustKept = true;
   for (let attempt = 1; ; attempt++) {
-    const recorded = await store.readStream(streamName);
-    let state = folding.initialState();
-    for (const e of recorded) state = folding.evolve(state, { type: e.type, data: e.data } as Event);
-    const decision = decide(state);
+    const kept = trustKept ? keptFold(store, streamName, folding) : undefined;
+    trustKept = false;
+    const read = kept ?? (await foldStream(store, streamName, folding));
+    let state = read.state;
+    let decision: Decision<Event, Result>;
+    try {
+      decision = decide(state);
+    } catch (error) {
+      if (!kept) throw error;
+      attempt--;
+      continue;
+    }
+    if (kept && decision.events.length === 0) {
+      attempt--;
+      continue;
+    }
     const alongside = decision.alongside ?? [];
     if (decision.events.length === 0 && alongside.length === 0) {
       return { result: decision.result, state, appended: [] };
@@ -111,13 +128,22 @@ async function optimisticLoop<Event extends TypedEvent, State, Result>(
       data: event.data,
       metadata: options.metadata,
     }));
-    const expectedRevision = recorded.length === 0 ? 'no_stream' : recorded.at(-1)!.revision;
+    const expectedRevision = read.revision < 0n ? 'no_stream' : read.revision;
     try {
       const appended = await store.appendMany([{ streamName, events: own, expectedRevision }, ...alongside]);
       for (const event of decision.events) state = folding.evolve(state, event);
+      if (own.length > 0) {
+        keepFold(store, streamName, folding, { state, revision: appended[0]!.nextRevision });
+      }
       return { result: decision.result, state, appended };
     } catch (error) {
       if (!(error instanceof WrongExpectedRevisionError) || error.streamName !== streamName) throw error;
+      // Normally another writer got in first; a store emptied under this process (a restore) looks the same.
+      forgetFold(store, streamName, folding);
+      if (kept) {
+        attempt--;
+        continue;
+      }
       if (attempt >= maxAttempts) throw new StreamContendedError(streamName, attempt);
       await sleep(Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt));
     }
