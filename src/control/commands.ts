@@ -8,7 +8,7 @@ import {
   type ControlKeyEvent,
   type RequestCommand,
 } from '../domain/control/index.js';
-import { Conflict, Refusal } from '../domain/errors.js';
+import { Conflict, DomainError, Refusal } from '../domain/errors.js';
 import { WrongExpectedRevisionError, type EventStore, type StreamAppend } from '../eventstore/port.js';
 import { newChallengeId, newCommandId } from '../registry/ids.js';
 import { decideOnDevice, readControlState, type Metadata } from './device-stream.js';
@@ -41,6 +41,11 @@ export interface CommandAnswer {
  * concurrent requests with one key exactly one is accepted and every other is answered from the claim:
  * the same command for the same content, a conflict for other content.
  *
+ * A key seen before on this device is answered from the device's own stream. The claim is read only when
+ * the decision is not an acceptance (a refusal, a challenge): a key claimed on another device answers as
+ * before (409, or the replay), whatever this device would have said. An acceptance needs no read: its
+ * append fails on an existing claim, and the claim is read then.
+ *
  * Throws Refusal (403 with reasons; for a first S3 request with a `challenge`), InvalidInput (422) or
  * Conflict (409 idempotency_key_reused).
  */
@@ -54,54 +59,69 @@ export async function requestCommand(
     request.idempotencyKey === undefined
       ? undefined
       : idempotencyStreamName(request.projectId, request.idempotencyKey);
-  if (keyStream) {
-    const earlier = await answerFromClaim(store, keyStream, requestHash);
-    if (earlier) return earlier;
-  }
-  const at = request.now.toISOString();
-  const commandId = newCommandId();
-  let decided;
   try {
-    decided = await decideOnDevice(
-      store,
-      request.deviceId,
-      {
-        type: 'RequestCommand',
-        projectId: request.projectId,
-        deviceId: request.deviceId,
-        clientId: request.clientId,
-        by: { kind: 'client', clientId: request.clientId },
-        at,
-        capability: request.capabilityKey,
-        value: request.value,
-        mode: request.mode,
-        ttlSeconds: request.ttlSeconds,
-        ...(request.confirm === undefined ? {} : { confirm: request.confirm }),
-        ...(request.challengeId === undefined ? {} : { challengeId: request.challengeId }),
-        ...(request.idempotencyKey === undefined ? {} : { idempotencyKey: request.idempotencyKey }),
-        requestHash,
-        newCommandId: commandId,
-        newChallengeId: newChallengeId(),
-        expiresAt: expiry(request.now, request.ttlSeconds),
-        challengeExpiresAt: new Date(request.now.getTime() + CHALLENGE_SECONDS * 1000).toISOString(),
-      },
-      metadata,
-      (events) => {
-        const accepted = events[0]?.type === 'CommandAccepted';
-        if (!accepted || !keyStream) return { result: undefined };
-        return {
-          alongside: [claim(keyStream, request, requestHash, commandId, at, metadata)],
-          result: undefined,
-        };
-      },
-    );
+    return await decideCommand(store, request, requestHash, keyStream, metadata);
   } catch (error) {
-    if (keyStream && error instanceof WrongExpectedRevisionError && error.streamName === keyStream) {
+    const claimMayAnswer =
+      error instanceof ClaimToBeRead ||
+      error instanceof DomainError ||
+      (error instanceof WrongExpectedRevisionError && error.streamName === keyStream);
+    if (keyStream && claimMayAnswer) {
       const earlier = await answerFromClaim(store, keyStream, requestHash);
       if (earlier) return earlier;
+      if (error instanceof ClaimToBeRead)
+        return decideCommand(store, request, requestHash, undefined, metadata);
     }
     throw error;
   }
+}
+
+/** Thrown before recording a decision that is not an acceptance while the key's claim is still unread. */
+class ClaimToBeRead extends Error {}
+
+/** The decision on the device; `keyStream` undefined once the key is known to be unclaimed (or absent). */
+async function decideCommand(
+  store: EventStore,
+  request: CommandRequest,
+  requestHash: string,
+  keyStream: string | undefined,
+  metadata: Metadata,
+): Promise<CommandAnswer> {
+  const at = request.now.toISOString();
+  const commandId = newCommandId();
+  const decided = await decideOnDevice(
+    store,
+    request.deviceId,
+    {
+      type: 'RequestCommand',
+      projectId: request.projectId,
+      deviceId: request.deviceId,
+      clientId: request.clientId,
+      by: { kind: 'client', clientId: request.clientId },
+      at,
+      capability: request.capabilityKey,
+      value: request.value,
+      mode: request.mode,
+      ttlSeconds: request.ttlSeconds,
+      ...(request.confirm === undefined ? {} : { confirm: request.confirm }),
+      ...(request.challengeId === undefined ? {} : { challengeId: request.challengeId }),
+      ...(request.idempotencyKey === undefined ? {} : { idempotencyKey: request.idempotencyKey }),
+      requestHash,
+      newCommandId: commandId,
+      newChallengeId: newChallengeId(),
+      expiresAt: expiry(request.now, request.ttlSeconds),
+      challengeExpiresAt: new Date(request.now.getTime() + CHALLENGE_SECONDS * 1000).toISOString(),
+    },
+    metadata,
+    (events) => {
+      if (!keyStream || events.length === 0) return { result: undefined };
+      if (events[0]?.type !== 'CommandAccepted') throw new ClaimToBeRead();
+      return {
+        alongside: [claim(keyStream, request, requestHash, commandId, at, metadata)],
+        result: undefined,
+      };
+    },
+  );
   const [first] = decided.events;
   if (first?.type === 'CommandChallengeIssued') {
     throw new Refusal(['challenge_required'], {
