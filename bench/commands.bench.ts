@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import http, { type Server } from 'node:http';
 import { createApiApp } from '../src/api/app.js';
 import { loadConfig } from '../src/config.js';
 import { setDeviceProfile } from '../src/control/device-admin.js';
@@ -19,17 +19,18 @@ import { benchDatabase, machine, report } from './support.js';
  * decides the safety gate on the device's stream and claims its idempotency key in the same append. Offered
  * by BENCH_COMMAND_CONCURRENCY clients in a closed loop over BENCH_COMMAND_DEVICES granted S2 devices.
  * The API process alone (no projectors running beside it). CPU is this whole process (the API and the load
- * generator's fetch client both); PostgreSQL's is not counted.
+ * generator's HTTP client both); PostgreSQL's is not counted.
  */
 const COMMANDS = Number(process.env.BENCH_COMMANDS ?? 5000);
 const DEVICES = Number(process.env.BENCH_COMMAND_DEVICES ?? 200);
-const CONCURRENCY = Number(process.env.BENCH_COMMAND_CONCURRENCY ?? 32);
+const CONCURRENCY = Number(process.env.BENCH_COMMAND_CONCURRENCY ?? 16);
 const WARM_UP = 200;
 
 export async function commandBenchmarks(): Promise<void> {
   const db = await benchDatabase();
   const store = new PostgresEventStore(db.pool, { connectionString: db.url });
   let server: Server | undefined;
+  let agent: http.Agent | undefined;
   try {
     const { projectId } = await createProject(store, { name: 'bench' });
     const client = await createClient(store, new ClientSecretHasher(db.pool), {
@@ -83,27 +84,25 @@ export async function commandBenchmarks(): Promise<void> {
     const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
     const token = await requestToken(baseUrl, client, 'post', undefined);
 
+    // node:http with keep-alive rather than fetch: the load generator shares the two cores with the API, and
+    // undici's fetch cost about as much CPU per request as the API's own routing.
+    const keepAlive = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    agent = keepAlive;
     let sent = 0;
     const send = async (i: number): Promise<number> => {
       const deviceId = devices[i % devices.length]!;
       const t0 = process.hrtime.bigint();
-      const response = await fetch(`${baseUrl}/v1/devices/${deviceId}/commands`, {
-        method: 'POST',
-        headers: {
-          Authorization: `Bearer ${token}`,
-          'Content-Type': 'application/json',
-          'Idempotency-Key': `bench-${i}`,
-        },
-        body: JSON.stringify({
+      const status = await postJson(keepAlive, `${baseUrl}/v1/devices/${deviceId}/commands`, {
+        headers: { Authorization: `Bearer ${token}`, 'Idempotency-Key': `bench-${i}` },
+        body: {
           capabilityKey: 'actuator.relay',
           value: i % 2 === 0,
           mode: 'imperative',
           ttlSeconds: 60,
           confirm: true,
-        }),
+        },
       });
-      await response.arrayBuffer();
-      if (response.status !== 201) throw new Error(`command ${i}: HTTP ${response.status}`);
+      if (status !== 201) throw new Error(`command ${i}: HTTP ${status}`);
       return Number(process.hrtime.bigint() - t0) / 1e6;
     };
     const run = async (count: number): Promise<number[]> => {
@@ -139,6 +138,7 @@ export async function commandBenchmarks(): Promise<void> {
       adapter: 'postgres',
     });
   } finally {
+    agent?.destroy();
     server?.closeAllConnections();
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await store.close();
@@ -149,4 +149,34 @@ export async function commandBenchmarks(): Promise<void> {
 function percentile(sorted: readonly number[], p: number): number {
   const value = sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)] ?? NaN;
   return Math.round(value * 100) / 100;
+}
+
+/** POSTs a JSON body and drains the answer; resolves to the status code. */
+function postJson(
+  agent: http.Agent,
+  url: string,
+  request: { headers: Record<string, string>; body: unknown },
+): Promise<number> {
+  const body = JSON.stringify(request.body);
+  return new Promise((resolve, reject) => {
+    const outgoing = http.request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        headers: {
+          ...request.headers,
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(body),
+        },
+      },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+        response.on('error', reject);
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
 }
