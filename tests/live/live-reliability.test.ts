@@ -160,7 +160,10 @@ describe('live stream reliability: reconnects during continuous ingest', functio
         const live = [...up];
         const port = ports[live[Math.floor(Math.random() * live.length)] ?? 0]!;
         const controller = new AbortController();
-        // The slow reader keeps its connections, so the server's too_slow cut is what ends them.
+        // The slow reader keeps its connections and falls ever further behind: it resumes past the window after
+        // each cut, so its catch-up reads are paced by its reads. It is cut with too_slow only when it happens
+        // to be live with the socket buffers full, which depends on the machine; live-lifecycle.test.ts cuts a
+        // stalled reader for certain.
         const dropping = !draining && !slow && Math.random() < 0.7;
         const timer = dropping ? setTimeout(() => controller.abort(), 50 + Math.random() * 400) : undefined;
         let cut: string | undefined;
@@ -288,7 +291,6 @@ describe('live stream reliability: reconnects during continuous ingest', functio
     process.stdout.write(`      ${JSON.stringify(figure)}\n`);
     expect(counts.clientDrops, 'client drops happened').to.be.greaterThan(0);
     expect(counts.shutdownCuts, 'server cuts on shutdown happened').to.be.greaterThan(0);
-    expect(counts.tooSlowCuts, 'server cuts of the slow reader happened').to.be.greaterThan(0);
     expect(reconnects()).to.be.at.least(RECONNECTS);
     expect({ gaps, duplicates, outOfOrder }).to.deep.equal({ gaps: 0, duplicates: 0, outOfOrder: 0 });
     expect(mismatches, 'frames that differ from the store').to.deep.equal([]);
