@@ -272,6 +272,9 @@ export class EdgeSim extends EventEmitter {
     this.#failures = 0;
     this.#logger?.info('connected');
     const client = this.#client!;
+    // Acks and readings are small packets: without this, Nagle's algorithm holds each behind the broker's
+    // delayed ACK of the previous one.
+    (client.stream as { setNoDelay?: (noDelay: boolean) => void }).setNoDelay?.(true);
     client.subscribe(downlinkSubscription(this.#agentId), { qos: 1 }, (error, granted) => {
       if (error || granted?.some((g) => g.qos === 128)) {
         this.#logger?.warn({ err: error }, 'downlink subscription refused');

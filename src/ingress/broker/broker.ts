@@ -123,6 +123,9 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     }
     // An agent with MQTT keepalive 0 on a half-open TCP connection would otherwise look online forever.
     socket.setKeepAlive(true, 60_000);
+    // A PUBACK or a command is one small packet: Nagle's algorithm would hold it until the agent's delayed
+    // ACK of the previous one (up to 40 ms on Linux).
+    socket.setNoDelay(true);
     sessions.identify(socket, { agentId, certificateNotAfter });
     const client: Client = aedes.handle(socket);
     guardPacketSize(socket, options.maxPacketBytes, (size) => {
