@@ -65,6 +65,10 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PROJECTION_BATCH_SIZE: positiveInt.max(50_000).default(2000),
   PROJECTION_IDLE_POLL_MS: positiveInt.default(500),
+  // /health says degraded when a projector's oldest unprojected event is older than this (docs/projections.md).
+  PROJECTION_LAG_DEGRADED_SECONDS: positiveInt.max(86_400).default(30),
+  // How often the api role measures projection lag for /health, /metrics and the state endpoint.
+  PROJECTION_LAG_INTERVAL_MS: positiveInt.min(100).max(60_000).default(2000),
   SHUTDOWN_GRACE_MS: positiveInt.default(10_000),
   // Readings ingest groups concurrent messages into one append: at most this long or this many (docs/telemetry.md).
   READINGS_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(1000).default(5),

@@ -5,6 +5,7 @@ import type { Logger } from '../infra/logger.js';
 import type { Metrics } from '../infra/metrics.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { createApiAuth } from './auth/index.js';
+import type { LagFigures } from '../projections/lag.js';
 import { healthRoutes } from './health.js';
 import { jsonBody } from './json-body.js';
 import { metricsAccess } from './metrics-access.js';
@@ -29,6 +30,8 @@ export interface ApiDependencies {
   readonly now?: () => number;
   /** The process's live hub; its owner starts and closes it. Absent: one that starts with the first stream. */
   readonly live?: LiveHub;
+  /** Projection lag figures for /health and the state endpoint; absent, neither reports lag. */
+  readonly lag?: LagFigures;
 }
 
 /** The live hub of an API process, configured from `config`. */
@@ -67,7 +70,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   // Everything under /v1 below this line needs a bearer token; routes add requireScope(...) themselves.
   app.use('/v1', auth.authenticate, jsonBody, storableInput);
   app.use('/v1', registryRoutes({ pool: deps.pool, store: deps.store, now: deps.now }));
-  app.use('/v1', deviceDataRoutes({ pool: deps.pool, now: deps.now ?? Date.now }));
+  app.use('/v1', deviceDataRoutes({ pool: deps.pool, now: deps.now ?? Date.now, lag: deps.lag }));
   app.use(
     '/v1',
     liveRoutes({

@@ -1,13 +1,22 @@
 import { Router } from 'express';
+import type { Config } from '../config.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import type { Metrics } from '../infra/metrics.js';
+import type { LagFigures } from '../projections/lag.js';
 
 /**
  * GET /health (no auth): 200 when the read-model database and the event store both answer, else 503.
- * The body names each dependency so an operator sees which one is down; it carries no secrets.
+ * The body names each dependency so an operator sees which one is down, and each projector's lag: status
+ * `degraded` (still 200) when one is further behind than PROJECTION_LAG_DEGRADED_SECONDS. No secrets.
  */
-export function healthRoutes(deps: { pool: Pool; store: EventStore; metrics: Metrics }): Router {
+export function healthRoutes(deps: {
+  pool: Pool;
+  store: EventStore;
+  metrics: Metrics;
+  lag?: LagFigures;
+  config: Pick<Config, 'PROJECTION_LAG_DEGRADED_SECONDS'>;
+}): Router {
   const router = Router();
   router.get('/health', async (_req, res) => {
     const [database, eventStore] = await Promise.all([
@@ -18,14 +27,29 @@ export function healthRoutes(deps: { pool: Pool; store: EventStore; metrics: Met
       deps.store.ping(),
     ]);
     const ok = database && eventStore;
+    const threshold = deps.config.PROJECTION_LAG_DEGRADED_SECONDS;
+    const projections = Object.fromEntries(
+      (deps.lag?.all() ?? []).map((lag) => [
+        lag.projector,
+        {
+          status: lag.seconds > threshold ? 'behind' : 'ok',
+          lagSeconds: Number(lag.seconds.toFixed(3)),
+          lagEvents: lag.events,
+          measuredAt: lag.measuredAt.toISOString(),
+        },
+      ]),
+    );
+    const behind = Object.values(projections).some((p) => p.status === 'behind');
+    // Degraded still answers 200: the service serves, only its read models are late (docs/api.md).
     res
       .status(ok ? 200 : 503)
       .set('Cache-Control', 'no-store')
       .json({
-        status: ok ? 'ok' : 'unavailable',
+        status: !ok ? 'unavailable' : behind ? 'degraded' : 'ok',
         checks: {
           database: database ? 'ok' : 'unreachable',
           eventStore: { kind: deps.store.kind, status: eventStore ? 'ok' : 'unreachable' },
+          ...(deps.lag ? { projections } : {}),
         },
       });
   });

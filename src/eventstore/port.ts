@@ -143,6 +143,11 @@ export interface EventStore {
   /** How many events of these types the store holds, where it can tell cheaply (progress bars' ETA). */
   countEvents?(eventTypes: readonly string[]): Promise<number>;
   /**
+   * How many visible events of these types lie after `after` (all of them when undefined), counting at most
+   * `limit`; where it can tell cheaply (projection lag on /metrics).
+   */
+  countEventsAfter?(after: string | undefined, eventTypes: readonly string[], limit: number): Promise<number>;
+  /**
    * Retention of short-lived events (readings), one batch per call: deletes the oldest events of these
    * types recorded before `before` and records the retention horizon; call again until it deletes none.
    * Postgres only. KurrentDB expires them itself through `$maxAge` metadata on their streams instead.

@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** The process's one metrics registry, served on GET /metrics. */
 export function createMetrics() {
@@ -28,6 +28,18 @@ export function createMetrics() {
     projectionBatches: new Counter({
       name: 'devcloud_projection_batches_total',
       help: 'Batches committed by each projector',
+      labelNames: ['projector'] as const,
+      registers: [registry],
+    }),
+    projectionLagEvents: new Gauge({
+      name: 'devcloud_projection_lag_events',
+      help: 'Events each projector follows that it has not projected yet (counted up to 100000)',
+      labelNames: ['projector'] as const,
+      registers: [registry],
+    }),
+    projectionLagSeconds: new Gauge({
+      name: 'devcloud_projection_lag_seconds',
+      help: 'Age of the oldest event each projector has not projected yet (0 when none waits)',
       labelNames: ['projector'] as const,
       registers: [registry],
     }),

@@ -9,6 +9,7 @@ import type { Logger } from '../infra/logger.js';
 import { createMetrics, type Metrics } from '../infra/metrics.js';
 import { startIngress, type RunningIngress } from '../ingress/start.js';
 import { installProjector } from '../projections/checkpoints.js';
+import { ProjectionLagMonitor } from '../projections/lag-monitor.js';
 import { runProjector } from '../projections/runner.js';
 import { scheduledJobs } from '../scheduler/jobs.js';
 import { runScheduler } from '../scheduler/scheduler.js';
@@ -77,10 +78,20 @@ export async function startService(
   }
 
   let live: LiveHub | undefined;
+  let lag: ProjectionLagMonitor | undefined;
   if (roles.includes('api')) {
     live = createLiveHub({ config, logger, store });
     await live.start();
-    const app = createApiApp({ config, logger, metrics, pool: database.pool, store, live });
+    lag = new ProjectionLagMonitor({
+      pool: database.pool,
+      store,
+      projectors: allProjectors(),
+      intervalMs: config.PROJECTION_LAG_INTERVAL_MS,
+      logger,
+      metrics,
+    });
+    await lag.start();
+    const app = createApiApp({ config, logger, metrics, pool: database.pool, store, live, lag });
     server = await listen(createHttpServer(app, config), config.HTTP_PORT, config.HTTP_HOST);
   }
   const address = server?.address();
@@ -116,6 +127,7 @@ export async function startService(
           await closed;
           clearTimeout(grace);
         }
+        await lag?.stop();
         // The broker closes before the store: its in-flight uplinks still append.
         await ingress?.close();
         background.abort();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { deviceStateSchema } from '../../src/api/routes/device-state.js';
+import { FRESHNESS_HEADERS, deviceStateSchema } from '../../src/api/routes/device-state.js';
 import { telemetrySchema } from '../../src/api/routes/telemetry.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
 import { recordReadings } from '../support/readings.js';
@@ -116,6 +116,10 @@ describe('GET /v1/devices/{publicId}/state and /telemetry', () => {
       const answer = await call(api, 'GET', `/v1/devices/${meter}/state`, { token });
       expect(answer.status).to.equal(200);
       expect(answer.headers.get('cache-control')).to.equal('no-store');
+      // How fresh: the state projector's lag as last measured (seconds, three decimals) and when.
+      expect(answer.headers.get(FRESHNESS_HEADERS.lagSeconds)).to.match(/^\d+\.\d{3}$/);
+      const measuredAt = Date.parse(answer.headers.get(FRESHNESS_HEADERS.measuredAt) ?? '');
+      expect(Date.now() - measuredAt).to.be.within(0, 60_000);
       const body = answer.body as { state: Record<string, unknown>[] };
       expect(deviceStateSchema.parse(body)).to.deep.equal(body);
       expect(Object.keys(body)).to.deep.equal(['deviceId', 'connectivity', 'lastSeenAt', 'state']);

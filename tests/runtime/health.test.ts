@@ -6,6 +6,7 @@ import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics } from '../../src/infra/metrics.js';
 import { createPool } from '../../src/infra/postgres/pool.js';
+import { allProjectors } from '../../src/runtime/projectors.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
 
 describe('GET /health and GET /metrics', () => {
@@ -23,10 +24,21 @@ describe('GET /health and GET /metrics', () => {
     expect(res.status).to.equal(200);
     expect(res.headers.get('cache-control')).to.equal('no-store');
     expect(res.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
-    expect(await res.json()).to.deep.equal({
-      status: 'ok',
-      checks: { database: 'ok', eventStore: { kind: 'postgres', status: 'ok' } },
-    });
+    const body = (await res.json()) as {
+      status: string;
+      checks: { database: string; eventStore: unknown; projections: Record<string, { status: string }> };
+    };
+    expect(body.status).to.equal('ok');
+    expect(body.checks.database).to.equal('ok');
+    expect(body.checks.eventStore).to.deep.equal({ kind: 'postgres', status: 'ok' });
+    expect(Object.keys(body.checks.projections).sort()).to.deep.equal(
+      allProjectors()
+        .map((p) => p.name)
+        .sort(),
+    );
+    expect(Object.values(body.checks.projections).map((p) => p.status)).to.satisfy((s: string[]) =>
+      s.every((status) => status === 'ok'),
+    );
   });
 
   it('echoes a well-formed X-Request-Id and replaces a malformed one', async () => {

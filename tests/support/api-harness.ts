@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import { createApiApp, createLiveHub } from '../../src/api/app.js';
+import { ProjectionLagMonitor } from '../../src/projections/lag-monitor.js';
 import type { LiveHub } from '../../src/api/live/hub.js';
 import { createHttpServer, listen } from '../../src/api/server.js';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -58,7 +59,17 @@ export async function startTestApi(
   );
   const live = createLiveHub({ config, logger, store, now: options.now });
   await live.start();
-  const app = createApiApp({ config, logger, metrics, pool: db.pool, store, now: options.now, live });
+  // As the api role runs it (src/runtime/service.ts): lag on /health, /metrics and the state answers.
+  const lag = new ProjectionLagMonitor({
+    pool: db.pool,
+    store,
+    projectors,
+    intervalMs: config.PROJECTION_LAG_INTERVAL_MS,
+    logger,
+    metrics,
+  });
+  await lag.start();
+  const app = createApiApp({ config, logger, metrics, pool: db.pool, store, now: options.now, live, lag });
   const server: Server = await listen(createHttpServer(app, config), 0, '127.0.0.1');
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -73,6 +84,7 @@ export async function startTestApi(
       for (const p of projectors) await catchUpProjector(db.pool, store, p, 2000, target);
     },
     async close() {
+      await lag.stop();
       await live.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -34,8 +34,14 @@ export const oauthErrorSchema = z.object({
 });
 
 export const healthSchema = z.looseObject({
-  status: z.enum(['ok', 'unavailable']),
-  checks: z.record(z.string(), z.unknown()),
+  status: z.enum(['ok', 'degraded', 'unavailable']).meta({
+    description:
+      'degraded (HTTP 200): a projector is further behind than PROJECTION_LAG_DEGRADED_SECONDS; unavailable (503): the database or the event store does not answer.',
+  }),
+  checks: z.record(z.string(), z.unknown()).meta({
+    description:
+      'database, eventStore, and projections: per projector status ok|behind, lagSeconds, lagEvents, measuredAt.',
+  }),
 });
 
 /** Every error we produce: `error`, plus `reasons` on policy refusals and a hint where one helps. */

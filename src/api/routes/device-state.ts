@@ -7,6 +7,8 @@ import { QUALITY_MARKERS, qualityOf, startOfLocalDay } from '../../domain/readin
 import type { Pool } from '../../infra/postgres/pool.js';
 import { findDevice } from '../../projections/devices/queries.js';
 import { findSite } from '../../projections/sites/queries.js';
+import type { LagFigures } from '../../projections/lag.js';
+import { STATE_PROJECTOR_NAME } from '../../projections/state/projector.js';
 import { readDeviceState, type StateEntry } from '../../projections/state/queries.js';
 import { requireScope } from '../auth/require-scope.js';
 import { noQuerySchema, parseQuery } from '../validation.js';
@@ -42,7 +44,16 @@ type StateWire = z.output<typeof deviceStateSchema>;
 const CATALOGUE_ORDER = new Map<string, number>(CAPABILITY_KEYS.map((k, i) => [k, i]));
 
 /** GET /devices/{publicId}/state (mounted under /v1). */
-export function deviceStateRoutes(deps: { pool: Pool; now: () => number }): Router {
+/**
+ * How fresh the answer is, in headers (the body is the spec's State record): the state projector's lag as
+ * last measured, and when. Absent where this process measures no lag.
+ */
+export const FRESHNESS_HEADERS = {
+  lagSeconds: 'X-Projection-Lag-Seconds',
+  measuredAt: 'X-Projection-Lag-Measured-At',
+} as const;
+
+export function deviceStateRoutes(deps: { pool: Pool; now: () => number; lag?: LagFigures }): Router {
   const router = Router();
   router.get('/devices/:publicId/state', requireScope('devices:read'), async (req, res) => {
     parseQuery(noQuerySchema, req.query);
@@ -74,6 +85,11 @@ export function deviceStateRoutes(deps: { pool: Pool; now: () => number }): Rout
         serverTime: e.serverTime.toISOString(),
       })),
     };
+    const lag = deps.lag?.lagOf(STATE_PROJECTOR_NAME);
+    if (lag) {
+      res.set(FRESHNESS_HEADERS.lagSeconds, lag.seconds.toFixed(3));
+      res.set(FRESHNESS_HEADERS.measuredAt, lag.measuredAt.toISOString());
+    }
     res.set('Cache-Control', 'no-store').json(body);
   });
   return router;

@@ -27,6 +27,7 @@ import {
   APPEND_EVENTS,
   APPEND_NOTIFICATION_CHANNEL,
   COUNT_EVENTS,
+  COUNT_EVENTS_AFTER,
   DELETE_EVENTS_BEFORE,
   HEAD_POSITION,
   READ_ALL,
@@ -224,6 +225,21 @@ export class PostgresEventStore implements EventStore {
 
   async countEvents(eventTypes: readonly string[]): Promise<number> {
     const { rows } = await this.query<{ n: string }>(COUNT_EVENTS, [[...eventTypes]]);
+    return Number(rows[0]!.n);
+  }
+
+  async countEventsAfter(
+    after: string | undefined,
+    eventTypes: readonly string[],
+    limit: number,
+  ): Promise<number> {
+    const from = readStart({ after, maxCount: limit });
+    const { rows } = await this.query<{ n: string }>(COUNT_EVENTS_AFTER, [
+      String(from.transactionId),
+      String(from.globalPosition),
+      [...eventTypes],
+      limit,
+    ]);
     return Number(rows[0]!.n);
   }
 

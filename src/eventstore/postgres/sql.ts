@@ -52,6 +52,15 @@ export const APPEND_NOTIFICATION_CHANNEL = 'eventstore_append';
 
 export const COUNT_EVENTS = 'SELECT count(*) AS n FROM eventstore.events WHERE event_type = ANY ($1::text[])';
 
+/** Events of types $3 after position ($1, $2) that readers can see, at most $4 of them. */
+export const COUNT_EVENTS_AFTER = `
+  SELECT count(*) AS n FROM (
+    SELECT 1 FROM eventstore.events e
+     WHERE e.event_type = ANY ($3::text[])
+       AND (e.transaction_id, e.global_position) > ($1::text::xid8, $2::bigint)
+       AND e.transaction_id < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
+     LIMIT $4) pending`;
+
 /**
  * One retention batch: of the first $3 events of each type in $1 (global order, along events_type_order),
  * deletes those recorded before $2, and moves each type's horizon to the newest position deleted. Events

@@ -27,10 +27,12 @@ interface Presence {
   lastSeenMs: number | undefined;
 }
 
+export const STATE_PROJECTOR_NAME = 'state';
+
 /** Latest value per capability and the device's connectivity, from readings and connectivity changes. */
 export function stateProjector(): Projector {
   return {
-    name: 'state',
+    name: STATE_PROJECTOR_NAME,
     version: 1,
     keepsHistoryBeyondRetention: true,
     eventTypes: ['DeviceConnectivityChanged', 'ReadingsRecorded'],

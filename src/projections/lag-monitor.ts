@@ -1,0 +1,78 @@
+import type { EventStore } from '../eventstore/port.js';
+import type { Logger } from '../infra/logger.js';
+import type { Metrics } from '../infra/metrics.js';
+import type { Pool } from '../infra/postgres/pool.js';
+import { measureLag, type LagFigures, type ProjectionLag } from './lag.js';
+import type { Projector } from './projector.js';
+
+export interface LagMonitorOptions {
+  readonly pool: Pool;
+  readonly store: EventStore;
+  readonly projectors: readonly Pick<Projector, 'name' | 'eventTypes'>[];
+  readonly intervalMs: number;
+  readonly logger: Logger;
+  readonly now?: () => number;
+  /** Gauges set from every fresh measurement. */
+  readonly metrics?: Pick<Metrics, 'projectionLagEvents' | 'projectionLagSeconds'>;
+}
+
+/**
+ * Measures every projector's lag every `intervalMs` in the background, so /health, /metrics and the state
+ * endpoint read the latest figures without a query of their own per request.
+ */
+export class ProjectionLagMonitor implements LagFigures {
+  readonly #latest = new Map<string, ProjectionLag>();
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(private readonly options: LagMonitorOptions) {}
+
+  /** Measures once (so the first answers have figures), then keeps measuring until stop(). */
+  async start(): Promise<void> {
+    await this.measure();
+    this.#schedule();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#running;
+  }
+
+  /** The latest measurement of one projector; undefined before the first or for an unknown name. */
+  lagOf(projector: string): ProjectionLag | undefined {
+    return this.#latest.get(projector);
+  }
+
+  all(): ProjectionLag[] {
+    return [...this.#latest.values()];
+  }
+
+  async measure(): Promise<void> {
+    const now = new Date(this.options.now?.() ?? Date.now());
+    const { pool, store, projectors, metrics } = this.options;
+    this.#running = (async () => {
+      for (const projector of projectors) {
+        try {
+          const lag = await measureLag(pool, store, projector, now);
+          this.#latest.set(projector.name, lag);
+          metrics?.projectionLagSeconds.set({ projector: lag.projector }, lag.seconds);
+          if (lag.events !== null) metrics?.projectionLagEvents.set({ projector: lag.projector }, lag.events);
+        } catch (error) {
+          // A database that is down is /health's to report; the last figures stay until it is back.
+          this.options.logger.debug({ err: error, projector: projector.name }, 'projection lag not measured');
+        }
+      }
+    })();
+    await this.#running;
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      void this.measure().finally(() => this.#schedule());
+    }, this.options.intervalMs);
+    this.#timer.unref();
+  }
+}
