@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -59,6 +60,7 @@ export async function liveBenchmarks(): Promise<void> {
         RATE_LIMIT_PER_SECOND: '100000',
         RATE_LIMIT_BURST: '100000',
         LIVE_MAX_STREAMS_PER_CLIENT: String(STREAMS + 10),
+        METRICS_TOKEN: SCRAPER_TOKEN,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
@@ -117,7 +119,11 @@ export async function liveBenchmarks(): Promise<void> {
     await sleep(WARMUP_SECONDS * 1000);
 
     const rss: number[] = [];
-    const sample = async () => rss.push(await rssMiB(server!.pid!));
+    const heapUsed: number[] = [];
+    const sample = async () => {
+      rss.push(await rssMiB(server!.pid!));
+      heapUsed.push(await heapUsedMiB(baseUrl));
+    };
     await sample();
     measuring = true;
     const startFrames = frames;
@@ -158,6 +164,16 @@ export async function liveBenchmarks(): Promise<void> {
       samplesMiB: rss,
       ...context,
     });
+    // RSS alone cannot tell a leak from a heap V8 has not collected yet: the live objects, from /metrics.
+    report({
+      figure: 'live.server_heap_used',
+      process: 'devcloud serve (every role)',
+      startMiB: heapUsed[0],
+      endMiB: heapUsed.at(-1),
+      maxMiB: Math.max(...heapUsed),
+      samplesMiB: heapUsed,
+      ...context,
+    });
     streams.abort();
     await Promise.all(following);
   } finally {
@@ -190,6 +206,17 @@ async function adoptedDevices(store: PostgresEventStore): Promise<string[]> {
     after = page.lastPosition;
     if (page.atEnd) return ids;
   }
+}
+
+/** Only this bench's service process knows it; it is not a secret of any deployment. */
+const SCRAPER_TOKEN = randomBytes(24).toString('hex');
+
+async function heapUsedMiB(baseUrl: string): Promise<number> {
+  const response = await fetch(`${baseUrl}/metrics`, {
+    headers: { Authorization: `Bearer ${SCRAPER_TOKEN}` },
+  });
+  const used = /^nodejs_heap_size_used_bytes (\S+)$/m.exec(await response.text())?.[1];
+  return Math.round(Number(used ?? NaN) / 1024 / 1024);
 }
 
 async function rssMiB(pid: number): Promise<number> {
