@@ -106,7 +106,8 @@ export class LiveClient {
       const data = JSON.parse(item.data) as Record<string, unknown>;
       if (item.event === 'stream_error') {
         this.options.onNotice?.(`stream_error ${String(data.reason)}`);
-        if (data.reason === 'token_expired') this.#token = undefined;
+        // A revoked client's next token request fails too: the caller hears of it through onNotice.
+        if (data.reason === 'token_expired' || data.reason === 'token_revoked') this.#token = undefined;
         continue;
       }
       if (item.id !== undefined) this.#lastEventId = item.id;

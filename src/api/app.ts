@@ -78,6 +78,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
       logger: deps.logger,
       maxStreamsPerClient: deps.config.LIVE_MAX_STREAMS_PER_CLIENT,
       maxBufferedBytes: deps.config.LIVE_CLIENT_BUFFER_BYTES,
+      revoked: auth.revoked,
       now: deps.now ?? Date.now,
     }),
   );

@@ -6,6 +6,7 @@ import sinon from 'sinon';
 import { LiveDirectory } from '../../src/api/live/directory.js';
 import { framesOf } from '../../src/api/live/frames.js';
 import { deviceStreamName } from '../../src/domain/devices/index.js';
+import { revokeClient } from '../../src/identity/clients.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
 import { expectDocumented, openLive, type OpenLive } from '../support/live.js';
 import { recordReadings } from '../support/readings.js';
@@ -339,6 +340,33 @@ describe('GET /v1/live: heartbeat, stream_error, command_update, server timeouts
       expect(lasted).to.be.within(500, 5000);
       // The same token no longer opens one.
       offsetMs = 3600_000 + 10_000;
+      expect((await openLive(api.baseUrl, { token })).status).to.equal(401);
+    } finally {
+      await api.close();
+    }
+  });
+});
+
+describe('live stream of a revoked client', () => {
+  it('ends with stream_error token_revoked within the revocation bound, and the token opens no new one', async function () {
+    this.timeout(60_000);
+    const { api, tenant } = await setUp();
+    try {
+      const token = await tenant.token();
+      const stream = await openLive(api.baseUrl, { token });
+      expect(stream.status).to.equal(200);
+      await until('registered', async () => api.live.streamCount === 1);
+      const { position } = await revokeClient(api.store, tenant.clientId);
+      await api.catchUp(position);
+      const revokedAt = Date.now();
+      await stream.ended;
+      expect(stream.frames().at(-1)).to.deep.equal({
+        id: undefined,
+        type: 'stream_error',
+        data: { reason: 'token_revoked' },
+      });
+      // The revoked-client cache (5 s) plus one sweep (5 s), with room for a slow machine.
+      expect(Date.now() - revokedAt).to.be.below(20_000);
       expect((await openLive(api.baseUrl, { token })).status).to.equal(401);
     } finally {
       await api.close();

@@ -18,6 +18,8 @@ export interface ApiAuth {
   readonly tokenRoutes: Router;
   /** Bearer-token authentication for everything else under /v1. */
   readonly authenticate: RequestHandler;
+  /** The revoked-client list authentication checks (the live stream checks its open streams with it too). */
+  readonly revoked: Pick<RevokedClients, 'has'>;
 }
 
 /** One app's authentication: its signing-key cache, revocation cache, token endpoint and middleware. */
@@ -37,5 +39,6 @@ export function createApiAuth(deps: {
   return {
     tokenRoutes: tokenEndpoint({ store: deps.store, tokens, hasher: new ClientSecretHasher(deps.pool), now }),
     authenticate: authenticate({ tokens, revoked }),
+    revoked,
   };
 }

@@ -2,6 +2,7 @@ import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { CAPABILITY_KEYS, isCapabilityKey } from '../../domain/catalogue/index.js';
 import type { Logger } from '../../infra/logger.js';
+import { REVOKED_CLIENTS_TTL_MS, type RevokedClients } from '../auth/revoked-clients.js';
 import { requireScope } from '../auth/require-scope.js';
 import { HttpProblem } from '../http-errors.js';
 import { parseQuery } from '../validation.js';
@@ -85,12 +86,15 @@ export interface LiveRouteOptions {
   readonly logger: Logger;
   readonly maxStreamsPerClient: number;
   readonly maxBufferedBytes: number;
+  /** The clients revoked lately: their open streams end within REVOKED_CLIENTS_TTL_MS plus this sweep. */
+  readonly revoked?: Pick<RevokedClients, 'has'>;
   readonly now: () => number;
 }
 
 /** GET /live (mounted under /v1): the SSE stream. docs/api.md, "Live stream". */
 export function liveRoutes(options: LiveRouteOptions): Router {
   const slots = new StreamSlots(options.maxStreamsPerClient);
+  const revocations = options.revoked ? new RevocationSweep(options.revoked, options.logger) : undefined;
   const router = Router();
   router.get('/live', requireScope('telemetry:live'), async (req, res) => {
     const query = parseQuery(liveQuerySchema, req.query);
@@ -116,10 +120,12 @@ export function liveRoutes(options: LiveRouteOptions): Router {
       now: options.now,
       onClose: (s) => {
         slots.release(principal.clientId);
+        revocations?.forget(s);
         options.hub.detach(s);
       },
     });
     stream.open();
+    revocations?.watch(stream);
     try {
       await options.hub.serve(stream, lastEventId);
     } catch (error) {
@@ -128,6 +134,47 @@ export function liveRoutes(options: LiveRouteOptions): Router {
     }
   });
   return router;
+}
+
+/**
+ * A stream outlives the request that authenticated it: every REVOKED_CLIENTS_TTL_MS the open streams'
+ * clients are checked against the revoked list, and a revoked client's streams end with
+ * `stream_error token_revoked` (its next connection gets 401). The timer runs only while streams are open.
+ */
+class RevocationSweep {
+  readonly #streams = new Set<LiveStream>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly revoked: Pick<RevokedClients, 'has'>,
+    private readonly logger: Logger,
+  ) {}
+
+  watch(stream: LiveStream): void {
+    if (stream.closed) return;
+    this.#streams.add(stream);
+    this.#timer ??= setInterval(() => void this.#sweep(), REVOKED_CLIENTS_TTL_MS);
+  }
+
+  forget(stream: LiveStream): void {
+    this.#streams.delete(stream);
+    if (this.#streams.size === 0) {
+      clearInterval(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  async #sweep(): Promise<void> {
+    for (const stream of [...this.#streams]) {
+      try {
+        if (await this.revoked.has(stream.clientId)) stream.end('token_revoked');
+      } catch (error) {
+        // The list could not be read (database down): the next sweep tries again; the stream stays.
+        this.logger.debug({ err: error }, 'revocation sweep failed');
+        return;
+      }
+    }
+  }
 }
 
 export function clampHeartbeat(seconds: string | undefined): number {

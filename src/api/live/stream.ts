@@ -22,7 +22,7 @@ export function matches(filter: LiveFilter, frame: LiveFrame): boolean {
 }
 
 /** Why the server ends a stream; sent as the `stream_error` frame's reason just before it does. */
-export type EndReason = 'shutdown' | 'too_slow' | 'token_expired' | 'unavailable';
+export type EndReason = 'shutdown' | 'too_slow' | 'token_expired' | 'token_revoked' | 'unavailable';
 
 export const RETRY_MS = 5000;
 const END_GRACE_MS = 10_000;
@@ -64,6 +64,10 @@ export class LiveStream {
 
   get projectId(): string {
     return this.options.projectId;
+  }
+
+  get clientId(): string {
+    return this.options.clientId;
   }
 
   get filter(): LiveFilter {

@@ -52,7 +52,7 @@ export const replayGapFrameSchema = z.object({
 });
 
 export const streamErrorFrameSchema = z.object({
-  reason: z.enum(['shutdown', 'too_slow', 'token_expired', 'unavailable']),
+  reason: z.enum(['shutdown', 'too_slow', 'token_expired', 'token_revoked', 'unavailable']),
 });
 
 export const LIVE_FRAME_SCHEMAS = {
