@@ -115,6 +115,45 @@ describe('append notifications: which subscribers wake, and when', () => {
       );
     });
 
+    it('is held back by an open transaction of this database, never by one of another database', async () => {
+      const other = await freshDatabase();
+      const blockers = [
+        new pg.Client({ connectionString: other.url }),
+        new pg.Client({ connectionString: db.url }),
+      ];
+      try {
+        for (const blocker of blockers) await blocker.connect();
+        const [elsewhere, here] = blockers as [pg.Client, pg.Client];
+        // The fault: a transaction holding an id, open across the append, in another database.
+        await elsewhere.query('BEGIN');
+        await elsewhere.query('SELECT pg_current_xact_id()');
+        await store.append(
+          `clock-${randomUUID()}`,
+          [{ id: randomUUID(), type: 'Ticked', data: { n: 1 } }],
+          'any',
+        );
+        expect(
+          (await store.readAll({ maxCount: 10 })).events,
+          'another database does not hide it',
+        ).to.have.length(1);
+        // The same in this database: it might still append events below the new one, so they wait.
+        await here.query('BEGIN');
+        await here.query('SELECT pg_current_xact_id()');
+        await store.append(
+          `clock-${randomUUID()}`,
+          [{ id: randomUUID(), type: 'Ticked', data: { n: 2 } }],
+          'any',
+        );
+        expect((await store.readAll({ maxCount: 10 })).events, 'this database hides it').to.have.length(1);
+        await here.query('COMMIT');
+        expect((await store.readAll({ maxCount: 10 })).events).to.have.length(2);
+        await elsewhere.query('COMMIT');
+      } finally {
+        for (const blocker of blockers) await blocker.end().catch(() => undefined);
+        await other.drop();
+      }
+    });
+
     it('wakes a subscriber only for appends of its own event types', async function () {
       this.timeout(20_000);
       const ticks = follow(store, ['Ticked'], controller.signal);

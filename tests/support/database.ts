@@ -113,8 +113,8 @@ export async function testServerAdminUrl(): Promise<string> {
 }
 
 /**
- * The position of the newest committed event, visible to readers or not yet (an older transaction anywhere
- * on the server, another suite's included, holds visibility back). What a test waits for after its writes.
+ * The position of the newest committed event, visible to readers or not yet (an older transaction of the
+ * same database holds visibility back). What a test waits for after its writes.
  */
 export async function committedHead(pool: Pool): Promise<string | undefined> {
   const { rows } = await pool.query<{ transaction_id: string; global_position: string }>(

@@ -44,7 +44,7 @@ export const READ_ALL_OF_TYPES = `
 export const HEAD_POSITION = `
   SELECT e.transaction_id::text AS transaction_id, e.global_position
     FROM eventstore.events e
-   WHERE e.transaction_id < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
+   WHERE e.transaction_id < (SELECT eventstore.read_horizon())
    ORDER BY e.transaction_id DESC, e.global_position DESC
    LIMIT 1`;
 
@@ -58,7 +58,7 @@ export const COUNT_EVENTS_AFTER = `
     SELECT 1 FROM eventstore.events e
      WHERE e.event_type = ANY ($3::text[])
        AND (e.transaction_id, e.global_position) > ($1::text::xid8, $2::bigint)
-       AND e.transaction_id < (SELECT pg_snapshot_xmin(pg_current_snapshot()))
+       AND e.transaction_id < (SELECT eventstore.read_horizon())
      LIMIT $4) pending`;
 
 /**
