@@ -27,8 +27,6 @@ export class SoakApi {
   readonly #signal: AbortSignal;
   #token: string | undefined;
   #pending: Promise<string> | undefined;
-  /** Tokens obtained, the first included. */
-  tokens = 0;
 
   constructor(baseUrl: string, credentials: { clientId: string; clientSecret: string }, signal: AbortSignal) {
     this.baseUrl = baseUrl;
@@ -46,8 +44,8 @@ export class SoakApi {
    */
   async token(signal = this.#signal): Promise<string> {
     if (this.#token !== undefined) return this.#token;
-    this.#pending ??= this.#obtain().finally(() => (this.#pending = undefined));
     signal.throwIfAborted();
+    this.#pending ??= this.#obtain().finally(() => (this.#pending = undefined));
     let onAbort: (() => void) | undefined;
     const aborted = new Promise<never>((_, reject) => {
       onAbort = () => reject(signal.reason);
@@ -124,7 +122,6 @@ export class SoakApi {
       this.#signal.throwIfAborted();
       try {
         const token = await requestToken(this.baseUrl, this.#credentials, 'post', undefined);
-        this.tokens += 1;
         this.#token = token;
         return token;
       } catch {

@@ -168,16 +168,20 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     // it, and the live clients with a stream open, so that the first kill of a role already cuts something.
     const started = await waitFor(() => [...roles.values()].every((p) => p.ready), START_MS);
     if (!started) throw new Error(`the roles did not start: ${startFailures(roles)}`);
-    const plug = await waitFor(() => plugOf(sim!) !== undefined, START_MS);
-    if (!plug)
+    const plugKnown = await waitFor(() => plugOf(sim!) !== undefined, START_MS);
+    if (!plugKnown)
       throw new Error('the agent learnt no public id for its smart plug (--devices must be 2 or more)');
     const plugId = plugOf(sim)!;
     const api = new SoakApi(`http://127.0.0.1:${httpPort}`, client, signal);
-    const grant = await api.untilAnswered('PUT', `/v1/devices/${plugId}/capability-grants`, {
-      capabilityKey: 'binary.switch',
-      write: true,
-    });
-    if (grant.status !== 200) throw new Error(`the plug's grant was refused: ${JSON.stringify(grant)}`);
+    const grant = await api
+      .untilAnswered(
+        'PUT',
+        `/v1/devices/${plugId}/capability-grants`,
+        { capabilityKey: 'binary.switch', write: true },
+        { signal: AbortSignal.timeout(START_MS) },
+      )
+      .catch((error: Error) => ({ status: 0, body: error.message, attempts: 0 }));
+    if (grant.status !== 200) throw new Error(`the plug's grant failed: ${JSON.stringify(grant)}`);
     followers = new LiveFollowers(api, SOAK_LIVE_CLIENTS, digest);
     followers.start();
     const commands = new CommandDriver(api, sim, plugId, { intervalMs: SOAK_COMMAND_INTERVAL_MS });
