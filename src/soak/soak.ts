@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,20 +11,41 @@ import type { Logger } from '../infra/logger.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../infra/postgres/embedded.js';
 import { migrate } from '../infra/postgres/migrate.js';
 import { createPool } from '../infra/postgres/pool.js';
+import { createClient } from '../identity/clients.js';
+import { ClientSecretHasher } from '../identity/secret-hash.js';
 import { catchUpProjector } from '../projections/catch-up.js';
 import { devicesProjector } from '../projections/devices/projector.js';
 import { stateProjector } from '../projections/state/projector.js';
 import { telemetryProjector } from '../projections/telemetry/projector.js';
-import { checksNotRunHere, verdict, type SoakCheck } from './checks.js';
+import { verdict, type SoakCheck } from './checks.js';
+import { CommandDriver, SOAK_COMMAND_TTL_SECONDS } from './command-driver.js';
+import {
+  actedAtMostOnce,
+  commandsAtRest,
+  judgeCommands,
+  recordedCommands,
+  type CommandsReport,
+} from './commands-check.js';
 import { MessageLedger } from './ledger.js';
+import { compareLiveFrames, framesInStore, sawNoGap, type LiveComparison } from './live-check.js';
+import { LiveFollowers, type LiveFollowerCounts } from './live-followers.js';
 import { freePort } from './ports.js';
 import { provisionSimulatedAgent } from './provision.js';
 import { checkReadings, type ReadingsReport } from './readings-check.js';
 import { compareWithReplay } from './replay-check.js';
 import { ServiceProcess } from './service-process.js';
+import { SoakApi } from './soak-api.js';
 import { projectorsCaughtUp, simulatorDrained, waitFor } from './settle.js';
 
 export const SOAK_ROLES: readonly Role[] = ['api', 'ingress', 'projector', 'scheduler'];
+
+/** SSE clients following the live stream through the kills. */
+export const SOAK_LIVE_CLIENTS = 3;
+/** A command to the smart plug this often. */
+export const SOAK_COMMAND_INTERVAL_MS = 2000;
+/** How long the roles may take to start, and the service to settle after the kills. */
+const START_MS = 180_000;
+const SETTLE_MS = 180_000;
 
 export interface SoakOptions {
   readonly minutes: number;
@@ -65,15 +86,26 @@ export interface SoakReport {
   readonly starts: number;
   readonly readings: Omit<ReadingsReport, 'examples'>;
   readonly replayedTables: number;
+  /** The SSE clients: their connections and what they received, compared with the store. */
+  readonly live: LiveFollowerCounts & Omit<LiveComparison, 'mismatches'> & { caughtUp: boolean };
+  /** The commands to the smart plug: keys, answers, statuses, and what the agent received and applied. */
+  readonly commands: Omit<CommandsReport, 'examples'> & {
+    readonly ttlSeconds: number;
+    /** Every command answered before the soak ended, and none left queued or applied without an outcome. */
+    readonly answered: boolean;
+    readonly atRest: boolean;
+  };
   readonly checks: readonly SoakCheck[];
-  readonly examples: ReadingsReport['examples'];
+  readonly examples: Readonly<Record<string, readonly unknown[]>>;
 }
 
 /**
- * Runs the service as one child process per role with the reference agent publishing QoS 1 readings,
- * SIGKILLs a random role at `kills` random moments spread over `minutes`, restarting each at once, then
- * lets everything settle and checks the invariants: acknowledged = stored = projected readings, none twice,
- * read models equal to a clean replay. Loopback only; bounded by `minutes` plus a few minutes to settle.
+ * Runs the service as one child process per role with the reference agent publishing QoS 1 readings, SSE
+ * clients following the live stream and a client switching the agent's smart plug, SIGKILLs a random role at
+ * `kills` random moments spread over `minutes`, restarting each at once, then lets everything settle and
+ * checks the invariants: acknowledged = stored = projected readings, none twice, read models equal to a
+ * clean replay, every live client's frames exactly the store's, every command recorded once per idempotency
+ * key and acted on at most once. Loopback only; bounded by `minutes` plus a few minutes to start and settle.
  */
 export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const log = options.logger;
@@ -85,23 +117,34 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const pool = createPool(database.url, { max: 6, applicationName: 'devcloud-soak' });
   const store = new PostgresEventStore(pool, { connectionString: database.url, idlePollMs: 100 });
   const roles = new Map<Role, ServiceProcess>();
+  // Stops the soak's own clients (and their retries) whichever way the soak ends.
+  const clients = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, clients.signal]) : clients.signal;
   let sim: EdgeSim | undefined;
+  let followers: LiveFollowers | undefined;
   try {
     await migrate(pool);
     const mqttPort = await freePort();
-    const { files } = await provisionSimulatedAgent(store, {
+    const { projectId, files } = await provisionSimulatedAgent(store, {
       dataDir,
       brokerUrl: `mqtts://127.0.0.1:${mqttPort}`,
       seed: options.seed,
       devices: options.devices,
     });
+    const client = await createClient(store, new ClientSecretHasher(pool), {
+      projectId,
+      scopes: ['telemetry:live', 'commands:write', 'grants:admin'],
+      authMethod: 'post',
+      name: 'soak',
+    });
+    const httpPort = await freePort();
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       DATABASE_URL: database.url,
       DATA_DIR: dataDir,
       MQTT_PORT: String(mqttPort),
       MQTT_HOST: '127.0.0.1',
-      HTTP_PORT: String(await freePort()),
+      HTTP_PORT: String(httpPort),
       HTTP_HOST: '127.0.0.1',
       PROJECTION_BATCH_SIZE: '500',
       LOG_LEVEL: 'info',
@@ -121,9 +164,36 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const ledger = new MessageLedger().attach(sim);
     sim.start();
 
-    // Kills come at random gaps averaging minutes/kills. Nine in ten hit a random role among those that are
-    // up (a crash in the middle of its work); one in ten hits any role, perhaps one still starting (a crash
-    // in its migrations or set-up). A killed role is started again at once, as a supervisor would. On a slow
+    // The kills start once everything runs: the roles, the agent with its plug known, the grant to switch
+    // it, and the live clients with a stream open, so that the first kill of a role already cuts something.
+    const started = await waitFor(() => [...roles.values()].every((p) => p.ready), START_MS);
+    if (!started) throw new Error(`the roles did not start: ${startFailures(roles)}`);
+    const plugKnown = await waitFor(() => plugOf(sim!) !== undefined, START_MS);
+    if (!plugKnown)
+      throw new Error('the agent learnt no public id for its smart plug (--devices must be 2 or more)');
+    const plugId = plugOf(sim)!;
+    const api = new SoakApi(`http://127.0.0.1:${httpPort}`, client, signal);
+    const grant = await api
+      .untilAnswered(
+        'PUT',
+        `/v1/devices/${plugId}/capability-grants`,
+        { capabilityKey: 'binary.switch', write: true },
+        { signal: AbortSignal.timeout(START_MS) },
+      )
+      .catch((error: Error) => ({ status: 0, body: error.message, attempts: 0 }));
+    if (grant.status !== 200) throw new Error(`the plug's grant failed: ${JSON.stringify(grant)}`);
+    followers = new LiveFollowers(api, SOAK_LIVE_CLIENTS, digest);
+    followers.start();
+    const commands = new CommandDriver(api, sim, plugId, { intervalMs: SOAK_COMMAND_INTERVAL_MS });
+    commands.start();
+    if (!(await waitFor(() => followers!.following === SOAK_LIVE_CLIENTS, START_MS)))
+      throw new Error(`the live clients did not connect: ${followers.errors.join('; ')}`);
+
+    // Kills come at random gaps averaging minutes/kills. The first ones hit every role once (in random
+    // order, each while it is up), so even a short soak kills the api under the live clients and the
+    // ingress under the commands. After that, nine in ten hit a random role among those that are up (a crash
+    // in the middle of its work); one in ten hits any role, perhaps one still starting (a crash in its
+    // migrations or set-up). A killed role is started again at once, as a supervisor would. On a slow
     // machine fewer kills than asked may fit in the minutes: the report says how many landed.
     const runMs = options.minutes * 60_000;
     const meanGapMs = runMs / Math.max(1, options.kills);
@@ -141,7 +211,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         anyRole || (await waitFor(() => SOAK_ROLES.some((r) => roles.get(r)!.ready), deadline - Date.now()));
       if (!someUp) break;
       const up = SOAK_ROLES.filter((r) => roles.get(r)!.ready);
-      const candidates = anyRole || up.length === 0 ? SOAK_ROLES : up;
+      const unhit = up.filter((r) => killsByRole[r] === 0);
+      const candidates = unhit.length > 0 ? unhit : anyRole || up.length === 0 ? SOAK_ROLES : up;
       const role = candidates[Math.floor(Math.random() * candidates.length)]!;
       const target = roles.get(role)!;
       if (!target.ready) duringStartup += 1;
@@ -151,25 +222,55 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       target.start();
       if (Date.now() - lastProgress > 30_000) {
         lastProgress = Date.now();
-        log.info({ kills, of: options.kills, acked: ledger.acknowledged(), duringStartup }, 'soak progress');
+        log.info(
+          {
+            kills,
+            of: options.kills,
+            acked: ledger.acknowledged(),
+            duringStartup,
+            commands: commands.ledger.sent.length,
+            liveReconnects: followers.counts.reconnects,
+          },
+          'soak progress',
+        );
       }
     }
     const remaining = deadline - Date.now();
     if (remaining > 0) await sleep(remaining, undefined, { signal: options.signal });
 
     log.info('kills done: letting the service settle');
-    const allReady = await waitFor(() => [...roles.values()].every((p) => p.ready), 180_000);
-    const drained = await simulatorDrained(sim, 180_000);
+    const allReady = await waitFor(() => [...roles.values()].every((p) => p.ready), SETTLE_MS);
+    // The last command gets its answer; those still to be sent reach the agent, which acts on them.
+    const commandsAnswered = await commands.finish(SETTLE_MS);
+    const drained = await simulatorDrained(sim, SETTLE_MS);
+    const atRest = await waitFor(() => commandsAtRest(store, commands.ledger), 60_000);
     const simStats = await sim.stop(5000);
     sim = undefined;
     const projectors = [stateProjector(), telemetryProjector(), devicesProjector()];
-    const caughtUp = await projectorsCaughtUp(pool, store, projectors, 180_000);
+    const caughtUp = await projectorsCaughtUp(pool, store, projectors, SETTLE_MS);
+    // Ingest has stopped: each live client catches up to the store's last telemetry frame. Read again once
+    // they have, in case a frame became visible in the store meanwhile.
+    let expected = await framesInStore(store, projectId, ['telemetry'], digest);
+    const liveCaughtUp = await waitFor(async () => {
+      if (!followers!.reached(expected.at(-1)?.id)) return false;
+      const again = await framesInStore(store, projectId, ['telemetry'], digest);
+      const settled = again.at(-1)?.id === expected.at(-1)?.id;
+      expected = again;
+      return settled;
+    }, SETTLE_MS);
+    await followers.stop();
     for (const p of roles.values()) await p.stop();
     for (const projector of projectors) await catchUpProjector(pool, store, projector);
 
     const readings = await checkReadings(pool, store, ledger);
     const comparisons = await compareWithReplay(pool, store, projectors);
     const differing = comparisons.filter((c) => !c.equal);
+    const { mismatches, ...live } = compareLiveFrames(followers.received, expected);
+    const liveCounts = followers.counts;
+    const { examples: commandExamples, ...commanded } = judgeCommands(
+      commands.ledger,
+      await recordedCommands(store, plugId),
+    );
     const checks: SoakCheck[] = [
       verdict(
         'service settled after the last kill',
@@ -210,13 +311,37 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         simStats.dropped === 0,
         `${simStats.dropped} dropped from its queue`,
       ),
-      ...checksNotRunHere(),
+      verdict(
+        'live stream clients saw no gap',
+        liveCaughtUp && sawNoGap(live) && liveCounts.replayGaps === 0 && followers.errors.length === 0,
+        `${live.clients} clients, ${live.framesCompared} frames compared with the store's ` +
+          `(${expected.length} telemetry frames in all); ${liveCounts.reconnects} reconnects ` +
+          `(${liveCounts.lostConnections} streams cut by kills, ${sum(liveCounts.serverEnds)} ended by the ` +
+          `server, ${liveCounts.refusedConnections} connections refused); caught up: ${liveCaughtUp}; ` +
+          `${live.gaps} gaps, ${live.duplicates} duplicates, ${live.outOfOrder} out of order, ` +
+          `${live.unknown} unknown, ${live.altered} altered, ${liveCounts.replayGaps} replay_gap` +
+          (followers.errors.length > 0 ? `; errors: ${followers.errors.slice(0, 3).join('; ')}` : ''),
+      ),
+      verdict(
+        'commands acted at most once',
+        actedAtMostOnce(commanded),
+        `${commanded.keys} idempotency keys (${commanded.retriedKeys} sent more than once, ` +
+          `${commanded.requests} requests; ${commanded.accepted} accepted, ${commanded.refused} refused, ` +
+          `${commanded.unanswered} unanswered), ${commanded.recorded} commands recorded ` +
+          `(${Object.entries(commanded.byStatus)
+            .map(([status, n]) => `${n} ${status}`)
+            .join(', ')}); the agent received ${commanded.delivered} and applied ${commanded.applied}; ` +
+          `${commanded.keysWithoutCommand} keys without their command, ${commanded.keysWithSeveralCommands} ` +
+          `with several, ${commanded.strayCommands} stray, ${commanded.recordedTwice} accepted or sent twice, ` +
+          `${commanded.deliveredTwice} received twice, ${commanded.appliedTwice} applied twice, ` +
+          `${commanded.appliedUnknown} applied unknown, ${commanded.succeededUnapplied} succeeded unapplied`,
+      ),
     ];
     const { examples, ...counts } = readings;
     const finishedAt = new Date();
     return {
       soak: 'devcloud',
-      ok: checks.every((c) => c.status !== 'failed'),
+      ok: checks.every((c) => c.status === 'passed'),
       startedAt: startedAt.toISOString(),
       finishedAt: finishedAt.toISOString(),
       minutes: Math.round((finishedAt.getTime() - startedAt.getTime()) / 600) / 100,
@@ -233,10 +358,23 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       starts: [...roles.values()].reduce((n, p) => n + p.starts, 0),
       readings: counts,
       replayedTables: comparisons.length,
+      live: { ...liveCounts, ...live, caughtUp: liveCaughtUp },
+      commands: {
+        ...commanded,
+        ttlSeconds: SOAK_COMMAND_TTL_SECONDS,
+        atRest,
+        answered: commandsAnswered,
+      },
       checks,
-      examples,
+      examples: {
+        ...examples,
+        ...commandExamples,
+        ...(mismatches.length > 0 ? { liveMismatches: mismatches } : {}),
+      },
     };
   } finally {
+    clients.abort();
+    await followers?.stop();
     await sim?.stop(0);
     for (const p of roles.values()) await p.kill();
     await store.close();
@@ -244,6 +382,30 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     await database.close();
     await rm(dataDir, { recursive: true, force: true });
   }
+}
+
+/** The simulated smart plug's public id, once the agent has learnt it (device 1 of the fleet is a plug). */
+function plugOf(sim: EdgeSim): string | undefined {
+  return sim.fleet().find((d) => d.capabilities.includes('binary.switch'))?.publicId;
+}
+
+/**
+ * What the soak keeps of a live frame's data: a digest (a long soak's clients receive millions of frames);
+ * the store's frames are reduced the same way for the comparison.
+ */
+function digest(data: string): string {
+  return createHash('sha256').update(data).digest('base64url').slice(0, 22);
+}
+
+function sum(counts: Readonly<Record<string, number>>): number {
+  return Object.values(counts).reduce((n, c) => n + c, 0);
+}
+
+function startFailures(roles: ReadonlyMap<Role, ServiceProcess>): string {
+  return [...roles]
+    .filter(([, p]) => !p.ready)
+    .map(([role, p]) => `${role}: ${p.stderrTail().slice(-500)}`)
+    .join('; ');
 }
 
 interface SoakDatabase {

@@ -7,8 +7,6 @@ import { expect } from 'chai';
 import { parseSse } from '../../examples/live-client/sse.js';
 import { agentFilesFor, readAgentFiles, writeAgentFiles } from '../../src/agents/agent-files.js';
 import { registerAgent } from '../../src/agents/register.js';
-import { LiveDirectory } from '../../src/api/live/directory.js';
-import { framesOf } from '../../src/api/live/frames.js';
 import { loadConfig } from '../../src/config.js';
 import { EdgeSim } from '../../src/edge-sim/index.js';
 import { createClient } from '../../src/identity/clients.js';
@@ -18,6 +16,7 @@ import { createLogger } from '../../src/infra/logger.js';
 import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
 import { createSite } from '../../src/registry/sites.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
+import { compareLiveFrames, framesInStore, type StreamFrame } from '../../src/soak/live-check.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { adoptSimulatedFleet } from '../support/edge-agent.js';
 import { freePort } from '../support/edge-service.js';
@@ -28,11 +27,6 @@ const API_PROCESSES = 2;
 const RECONNECTS = Number(process.env.LIVE_RELIABILITY_RECONNECTS ?? 1000);
 const DEVICES = 10;
 const SEED = 29;
-
-interface Received {
-  id: string;
-  text: string;
-}
 
 /**
  * CLIENTS streams follow telemetry from API_PROCESSES instances of the API role while the reference edge agent
@@ -140,7 +134,7 @@ describe('live stream reliability: reconnects during continuous ingest', functio
       lostConnections: 0,
       refused: 0,
     };
-    const received: Received[][] = Array.from({ length: CLIENTS }, () => []);
+    const received: StreamFrame[][] = Array.from({ length: CLIENTS }, () => []);
     const state: { phase: string; port: number; at: number; last?: string }[] = Array.from(
       { length: CLIENTS },
       () => ({ phase: 'idle', port: 0, at: 0 }),
@@ -231,7 +225,7 @@ describe('live stream reliability: reconnects during continuous ingest', functio
     mark('draining');
     await sim.stop(5000);
     await sleep(500);
-    const expected = await framesInStore(store, projectId);
+    const expected = await framesInStore(store, projectId, ['telemetry']);
     const lastId = expected.at(-1)!.id;
     const deadline = Date.now() + 60_000;
     while (received.some((frames) => frames.at(-1)?.id !== lastId)) {
@@ -248,70 +242,28 @@ describe('live stream reliability: reconnects during continuous ingest', functio
     await Promise.all(followers);
     mark('followers done');
 
-    const index = new Map(expected.map((f, i) => [f.id, i]));
-    let gaps = 0;
-    let duplicates = 0;
-    let outOfOrder = 0;
-    let compared = 0;
-    const mismatches: unknown[] = [];
-    for (const frames of received) {
-      const start = index.get(frames[0]!.id)!;
-      const want = expected.slice(start);
-      const seen = new Set<string>();
-      for (let i = 1; i < frames.length; i++) {
-        if (seen.has(frames[i]!.id)) duplicates += 1;
-        seen.add(frames[i]!.id);
-        if (!(frames[i]!.id > frames[i - 1]!.id)) outOfOrder += 1;
-      }
-      gaps += want.filter((f) => !seen.has(f.id) && f.id !== frames[0]!.id).length;
-      // Compared item by item: a deep-equal diff of thousands of frames would take minutes to print.
-      const differs = want.findIndex((f, i) => frames[i]?.id !== f.id || frames[i]?.text !== f.text);
-      if (differs >= 0 || frames.length !== want.length) {
-        mismatches.push({
-          differs,
-          got: frames.slice(differs, differs + 2),
-          want: want.slice(differs, differs + 2),
-          lengths: [frames.length, want.length],
-        });
-      }
-      compared += frames.length;
-    }
+    const { mismatches, ...compared } = compareLiveFrames(received, expected);
     const figure = {
       reconnects: reconnects(),
       ...counts,
       apiRestarts: restarts,
       seconds: Math.round(seconds),
       readingsInStore: expected.length,
-      framesCompared: compared,
-      clientsDiffering: mismatches.length,
-      gaps,
-      duplicates,
-      outOfOrder,
+      ...compared,
     };
     process.stdout.write(`      ${JSON.stringify(figure)}\n`);
     expect(counts.clientDrops, 'client drops happened').to.be.greaterThan(0);
     expect(counts.shutdownCuts, 'server cuts on shutdown happened').to.be.greaterThan(0);
     expect(reconnects()).to.be.at.least(RECONNECTS);
-    expect({ gaps, duplicates, outOfOrder }).to.deep.equal({ gaps: 0, duplicates: 0, outOfOrder: 0 });
+    const { gaps, duplicates, outOfOrder, unknown, altered, silentClients } = compared;
+    expect({ gaps, duplicates, outOfOrder, unknown, altered, silentClients }).to.deep.equal({
+      gaps: 0,
+      duplicates: 0,
+      outOfOrder: 0,
+      unknown: 0,
+      altered: 0,
+      silentClients: 0,
+    });
     expect(mismatches, 'frames that differ from the store').to.deep.equal([]);
   });
 });
-
-/** Every telemetry frame the project's reading events yield, in store order, from the store itself. */
-async function framesInStore(store: RunningService['store'], projectId: string): Promise<Received[]> {
-  const directory = new LiveDirectory(store);
-  const frames: Received[] = [];
-  let after: string | undefined;
-  for (;;) {
-    const page = await store.readAll({ after, maxCount: 2000, eventTypes: ['ReadingsRecorded'] });
-    for (const event of page.events) {
-      for (const frame of framesOf(event, directory)) {
-        if (frame.projectId !== projectId) continue;
-        const [idLine, , dataLine] = frame.text.split('\n');
-        frames.push({ id: idLine!.slice(4), text: dataLine!.slice(6) });
-      }
-    }
-    after = page.lastPosition;
-    if (page.atEnd) return frames;
-  }
-}

@@ -6,10 +6,14 @@ import { numberOption } from './edge-sim.js';
 export const SOAK_USAGE = `  soak --minutes N --kills K [--devices D] [--rate R] [--seed X] [--out FILE]
                                                     run every role as its own process with a simulated
                                                     agent, SIGKILL random roles K times over N minutes,
-                                                    then check that no acknowledged reading was lost or
-                                                    doubled; prints a summary and one JSON line (appended
-                                                    to FILE too). Own embedded PostgreSQL unless
-                                                    DATABASE_URL names a server to create a database on`;
+                                                    while SSE clients follow the live stream and a
+                                                    client switches a plug every 2 s, then check that no
+                                                    acknowledged reading was lost or doubled, no live
+                                                    client missed or doubled a frame and no command
+                                                    acted twice (D >= 2, device 1 is the plug); prints a
+                                                    summary and one JSON line (appended to FILE too).
+                                                    Own embedded PostgreSQL unless DATABASE_URL names a
+                                                    server to create a database on`;
 
 export interface SoakCliOptions {
   readonly minutes?: string;
@@ -23,7 +27,8 @@ export interface SoakCliOptions {
 export async function soakCommand(options: SoakCliOptions): Promise<void> {
   const minutes = numberOption('soak', '--minutes', options.minutes, 1, (n) => n > 0 && n <= 240);
   const kills = numberOption('soak', '--kills', options.kills, 20, (n) => Number.isInteger(n) && n >= 0);
-  const devices = numberOption('soak', '--devices', options.devices, 3, (n) => Number.isInteger(n) && n >= 1);
+  // Device 1 of the simulated fleet is the smart plug the soak's commands switch.
+  const devices = numberOption('soak', '--devices', options.devices, 3, (n) => Number.isInteger(n) && n >= 2);
   const rate = numberOption('soak', '--rate', options.rate, 30, (n) => n > 0 && n <= 1000);
   const seed = numberOption('soak', '--seed', options.seed, Date.now() % 100_000, Number.isInteger);
   const logger = createLogger(process.env.LOG_LEVEL ?? 'info', process.stderr);
@@ -59,9 +64,14 @@ function summary(report: SoakReport): string {
     `readings: ${r.readingsAcked} acknowledged, ${r.readingsStored} stored, ${r.readingsProjected} projected; ` +
       `${r.lost} messages lost, ${r.duplicated} duplicated; ${r.resent} resent, ` +
       `${r.redeliveredAfterStored} of them already stored`,
-    ...report.checks.map(
-      (c) => `  [${c.status === 'not_run' ? 'NOT RUN' : c.status}] ${c.name}: ${c.detail}`,
-    ),
+    `live: ${report.live.clients} clients, ${report.live.framesCompared} frames compared, ` +
+      `${report.live.reconnects} reconnects (${report.live.lostConnections} streams cut by kills)`,
+    `commands: ${report.commands.keys} sent (${report.commands.retriedKeys} retried with the same key), ` +
+      `${report.commands.applied} applied by the agent; ` +
+      Object.entries(report.commands.byStatus)
+        .map(([status, n]) => `${n} ${status}`)
+        .join(', '),
+    ...report.checks.map((c) => `  [${c.status}] ${c.name}: ${c.detail}`),
   ];
   return lines.join('\n');
 }
