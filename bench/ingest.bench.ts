@@ -262,6 +262,9 @@ async function startServiceProcess(options: {
         HTTP_HOST: '127.0.0.1',
         HTTP_PORT: String(httpPort),
         LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+        // The bench looks for the service's ceiling, with agents far busier than hubs: not for the quota's.
+        READINGS_QUOTA_PER_SECOND: process.env.READINGS_QUOTA_PER_SECOND ?? '1000000',
+        READINGS_QUOTA_BURST: process.env.READINGS_QUOTA_BURST ?? '1000000',
       },
       stdio: ['ignore', 2, 2],
     },

@@ -73,6 +73,11 @@ const schema = z.object({
   // Readings ingest groups concurrent messages into one append: at most this long or this many (docs/telemetry.md).
   READINGS_BATCH_WINDOW_MS: z.coerce.number().int().min(0).max(1000).default(5),
   READINGS_BATCH_MAX_MESSAGES: positiveInt.max(5000).default(500),
+  // Per-agent readings quota, a token bucket per agent counted in readings (docs/mqtt.md §7): sustained
+  // readings/s and burst. Over it the agent's PUBACKs wait; nothing is refused. About ten times what a
+  // large hub sends, and a burst that lets it flush a short outage's queue at once.
+  READINGS_QUOTA_PER_SECOND: positiveInt.default(2000),
+  READINGS_QUOTA_BURST: positiveInt.default(10_000),
   // Retention in days: reading events in the event store, raw readings, and each bucket table.
   // At least 8: a reading may arrive up to 7 days late, and its raw row and buckets must still be there.
   READINGS_RETENTION_DAYS: positiveInt.default(30),

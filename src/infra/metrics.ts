@@ -71,6 +71,11 @@ export function createMetrics() {
       help: 'Readings messages already stored (a redelivery), acknowledged without writing',
       registers: [registry],
     }),
+    readingsOverQuota: new Counter({
+      name: 'devcloud_readings_over_quota_total',
+      help: 'Readings messages held back by the per-agent readings quota: stored, and acknowledged, later',
+      registers: [registry],
+    }),
     readingsAppendMessages: new Histogram({
       name: 'devcloud_readings_append_messages',
       help: 'Readings messages grouped into one event-store append',

@@ -31,6 +31,8 @@ export interface IngressDependencies {
     | 'MQTT_PUBLIC_URL'
     | 'READINGS_BATCH_WINDOW_MS'
     | 'READINGS_BATCH_MAX_MESSAGES'
+    | 'READINGS_QUOTA_PER_SECOND'
+    | 'READINGS_QUOTA_BURST'
   >;
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -58,6 +60,7 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
       metrics,
       batchWindowMs: config.READINGS_BATCH_WINDOW_MS,
       maxBatchMessages: config.READINGS_BATCH_MAX_MESSAGES,
+      quota: { readingsPerSecond: config.READINGS_QUOTA_PER_SECOND, burst: config.READINGS_QUOTA_BURST },
       now: deps.now,
     });
 

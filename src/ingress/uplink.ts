@@ -17,7 +17,8 @@ export interface CommandUplinkPort {
 
 /** Where readings go: resolves once they are durable; throws RejectedMessage for a payload never to be stored. */
 export interface ReadingsPort {
-  ingest(agent: AgentRecord, deviceId: string, payload: Buffer): Promise<void>;
+  /** `connection` aborted: the message can no longer be acknowledged, and need not be stored. */
+  ingest(agent: AgentRecord, deviceId: string, payload: Buffer, connection?: AbortSignal): Promise<void>;
 }
 
 export interface UplinkDependencies {
@@ -54,10 +55,10 @@ export function uplinkDispatch(deps: UplinkDependencies): {
     ]);
   };
 
-  const onUplink: UplinkHandler = async (agent, topic, payload) => {
+  const onUplink: UplinkHandler = async (agent, topic, payload, connection) => {
     switch (topic.kind) {
       case 'readings':
-        return deps.readings.ingest(agent, topic.deviceId, payload);
+        return deps.readings.ingest(agent, topic.deviceId, payload, connection);
       case 'deviceStatus': {
         const status = parseUplinkPayload(topic, payload).payload;
         return deps.connectivity.record(

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { clientKey, TokenBuckets } from '../../src/api/rate-limit.js';
+import { clientKey } from '../../src/api/rate-limit.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
 
 const SPEC_LIMITS = { RATE_LIMIT_PER_SECOND: '30', RATE_LIMIT_BURST: '60' };
@@ -68,46 +68,6 @@ describe('rate limit: 30 requests/s per client address, burst 60', () => {
       // Another client behind the same proxy has its own bucket.
       expect((await hit(api, { 'X-Forwarded-For': '203.0.113.8' })).status).to.equal(401);
     });
-  });
-});
-
-describe('token buckets', () => {
-  it('allow the burst, then one request per 1/rate seconds, with the wait in whole seconds', () => {
-    let now = 0;
-    const buckets = new TokenBuckets({ ratePerSecond: 30, burst: 60, now: () => now });
-    for (let i = 0; i < 60; i++) expect(buckets.take('a')).to.equal(0);
-    expect(buckets.take('a')).to.equal(1);
-    now += 34; // one token is 33.3 ms at 30/s
-    expect(buckets.take('a')).to.equal(0);
-    expect(buckets.take('a')).to.equal(1);
-    expect(buckets.take('b')).to.equal(0);
-  });
-
-  it('report a longer wait when the rate is slow', () => {
-    const buckets = new TokenBuckets({ ratePerSecond: 0.25, burst: 1, now: () => 0 });
-    expect(buckets.take('a')).to.equal(0);
-    expect(buckets.take('a')).to.equal(4);
-  });
-
-  it('forget buckets that have refilled, so idle clients cost no memory', () => {
-    let now = 0;
-    const buckets = new TokenBuckets({ ratePerSecond: 30, burst: 60, now: () => now });
-    for (let i = 0; i < 1000; i++) buckets.take(`10.0.${i >> 8}.${i & 255}`);
-    expect(buckets.size).to.equal(1000);
-    now += 2500;
-    buckets.take('10.9.9.9');
-    expect(buckets.size).to.equal(1);
-  });
-
-  it('never hold more than maxClients buckets, dropping the least recently seen', () => {
-    const buckets = new TokenBuckets({ ratePerSecond: 30, burst: 2, now: () => 0, maxClients: 3 });
-    for (const key of ['a', 'b', 'c']) buckets.take(key);
-    buckets.take('a');
-    buckets.take('a');
-    expect(buckets.take('a')).to.equal(1);
-    buckets.take('d'); // evicts b, the least recently seen
-    expect(buckets.size).to.equal(3);
-    expect(buckets.take('a')).to.equal(1); // a was kept, still empty
   });
 });
 

@@ -1,32 +1,11 @@
-import { execFile } from 'node:child_process';
 import { expect } from 'chai';
 import { requestCommand } from '../../src/control/commands.js';
 import { setCapabilityGrant } from '../../src/control/grants.js';
 import { deviceStreamName } from '../../src/domain/devices/index.js';
 import { createProject } from '../../src/identity/projects.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
+import { devcloud } from '../support/devcloud.js';
 import { deviceOf, siteOf } from '../support/registry.js';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** The real `devcloud` binary against the suite's database. */
-function devcloud(api: TestApi, ...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      ['bin/devcloud.js', ...args],
-      { env: { PATH: process.env.PATH, DATABASE_URL: api.db.url }, timeout: 30_000 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
 
 describe('devcloud device profile / status', function () {
   this.timeout(120_000);

@@ -8,7 +8,7 @@ export interface Run {
 }
 
 /** The real `devcloud` binary against the suite's database; its exit code and both outputs. */
-export function devcloud(api: TestApi, ...args: string[]): Promise<Run> {
+export function devcloud(api: Pick<TestApi, 'db'>, ...args: string[]): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,

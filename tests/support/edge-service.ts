@@ -34,7 +34,13 @@ export { freePort } from '../../src/soak/ports.js';
 import { freePort } from '../../src/soak/ports.js';
 
 export async function startEdgeService(
-  options: { roles?: Config['ROLES']; db?: TestDatabase; now?: () => number } = {},
+  options: {
+    roles?: Config['ROLES'];
+    db?: TestDatabase;
+    now?: () => number;
+    /** More settings, as environment variables (e.g. a small READINGS_QUOTA_*). */
+    settings?: Record<string, string>;
+  } = {},
 ): Promise<EdgeService> {
   const db = options.db ?? (await freshDatabase());
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-edge-'));
@@ -53,6 +59,7 @@ export async function startEdgeService(
     HTTP_HOST: '127.0.0.1',
     RATE_LIMIT_PER_SECOND: '100000',
     RATE_LIMIT_BURST: '100000',
+    ...options.settings,
   });
   const service = await startService(
     config,

@@ -4,31 +4,46 @@ import { registerAgent } from '../../agents/register.js';
 import { revokeAgent } from '../../agents/revoke.js';
 import type { Config } from '../../config.js';
 import { loadOrCreateAuthority } from '../../ingress/pki/authority.js';
+import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 import { cliRefusal } from './projects.js';
 
-export const AGENTS_USAGE = `  agent create --project ID --site ID --out DIR     register an edge agent and its hub; write its
-                                                    certificate, key and connection file into DIR
-  agent revoke AGENT_ID                             refuse the agent at the broker from now on`;
+export const agentCommands: CommandGroup = {
+  name: 'agent',
+  summary: 'edge agents: the hubs that connect to the MQTT broker (docs/edge-agent.md)',
+  subcommands: [
+    defineCommand({
+      name: 'create',
+      summary: 'register an edge agent and its hub; write its certificate, key and connection file into DIR',
+      options: {
+        project: { type: 'string', value: 'ID', required: true, help: 'the project' },
+        site: { type: 'string', value: 'ID', required: true, help: 'the site of its hub' },
+        out: {
+          type: 'string',
+          value: 'DIR',
+          required: true,
+          help: 'where to write its files; must not hold an agent key',
+        },
+        ...JSON_OUTPUT,
+      },
+      run: ({ out, values }) =>
+        agentCreate(out, { project: values.project!, site: values.site!, dir: values.out! }),
+    }),
+    defineCommand({
+      name: 'revoke',
+      args: ['AGENT_ID'],
+      summary: 'refuse the agent at the broker from now on',
+      details: 'Its open connections are closed.',
+      options: JSON_OUTPUT,
+      run: ({ out, args }) => agentRevoke(out, args[0]),
+    }),
+  ],
+};
 
-export async function agentCommand(
-  out: Output,
-  sub: string | undefined,
-  arg: string | undefined,
-  options: { project?: string; site?: string; out?: string },
-): Promise<void> {
-  if (sub === 'create') return agentCreate(out, options);
-  if (sub === 'revoke') return agentRevoke(out, arg);
-  throw new CliError(`agent: expected create or revoke, got ${sub ?? 'nothing'}`);
-}
-
-async function agentCreate(out: Output, options: { project?: string; site?: string; out?: string }) {
+async function agentCreate(out: Output, options: { project: string; site: string; dir: string }) {
   const { project, site } = options;
-  if (!project || !site || !options.out) {
-    throw new CliError('agent create: --project ID, --site ID and --out DIR are required');
-  }
-  const dir = path.resolve(options.out);
+  const dir = path.resolve(options.dir);
   await assertNoAgentIn(dir).catch((error: Error) => {
     throw new CliError(`agent create: ${error.message}`);
   });

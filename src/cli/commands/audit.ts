@@ -1,16 +1,19 @@
 import { commandHistory } from '../../audit/commands.js';
 import { grantHistory, grantsInForce } from '../../audit/grants.js';
 import type { AuditFilter } from '../../audit/history.js';
+import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 import { formatTable } from '../table.js';
 
-export const AUDIT_USAGE = `  audit grants|commands [--project ID] [--device PUBLIC_ID] [--from T] [--to T]
-                                                    replay grant changes or command steps from the event store
-  audit grants --as-of T [--project ID] [--device PUBLIC_ID]
-                                                    the grants in force at instant T`;
+const FILTERS = {
+  project: { type: 'string', value: 'ID', help: "only this project's devices" },
+  device: { type: 'string', value: 'PUBLIC_ID', help: 'only this device' },
+  from: { type: 'string', value: 'T', help: 'from this ISO 8601 instant on' },
+  to: { type: 'string', value: 'T', help: 'before this ISO 8601 instant' },
+} as const;
 
-export interface AuditCliOptions {
+interface AuditCliOptions {
   readonly project?: string;
   readonly device?: string;
   readonly from?: string;
@@ -22,14 +25,36 @@ export interface AuditCliOptions {
  * `devcloud audit`: who did what, when, with what outcome, at which event position, replayed from the event
  * store (docs/commands.md, Audit). One JSON object per row with --json, a table otherwise.
  */
-export async function auditCommand(
-  out: Output,
-  sub: string | undefined,
-  options: AuditCliOptions,
-): Promise<void> {
-  if (sub !== 'grants' && sub !== 'commands') {
-    throw new CliError(`audit: expected grants or commands, got ${sub ?? 'nothing'}`);
-  }
+export const auditCommands: CommandGroup = {
+  name: 'audit',
+  summary: 'who did what, when, with what outcome: replayed from the event store (docs/commands.md)',
+  subcommands: [
+    defineCommand({
+      name: 'grants',
+      summary: 'replay grant changes from the event store, or (--as-of T) the grants in force at instant T',
+      details: 'A table, or one JSON object per row with --json.',
+      options: {
+        ...FILTERS,
+        'as-of': {
+          type: 'string',
+          value: 'T',
+          help: 'the grants in force at this instant (not with --from, --to)',
+        },
+        ...JSON_OUTPUT,
+      },
+      run: ({ out, values }) => audit(out, 'grants', values),
+    }),
+    defineCommand({
+      name: 'commands',
+      summary: 'replay command steps from the event store',
+      details: 'A table, or one JSON object per row with --json.',
+      options: { ...FILTERS, ...JSON_OUTPUT },
+      run: ({ out, values }) => audit(out, 'commands', values),
+    }),
+  ],
+};
+
+async function audit(out: Output, sub: 'grants' | 'commands', options: AuditCliOptions): Promise<void> {
   const filter: AuditFilter = {
     projectId: options.project,
     deviceId: options.device,
@@ -37,7 +62,6 @@ export async function auditCommand(
     to: instant('--to', options.to),
   };
   const asOf = instant('--as-of', options['as-of']);
-  if (asOf !== undefined && sub !== 'grants') throw new CliError('audit: --as-of applies to audit grants');
   if (asOf !== undefined && (filter.from !== undefined || filter.to !== undefined)) {
     throw new CliError('audit grants: --as-of cannot be combined with --from or --to');
   }

@@ -1,29 +1,51 @@
 import { setDeviceProfile, setDeviceStatus, type AdminOutcome } from '../../control/device-admin.js';
 import { DEVICE_STATUSES, isDeviceStatus } from '../../domain/devices/index.js';
 import { Conflict, NotFound } from '../../domain/errors.js';
+import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 import { cliRefusal } from './projects.js';
 
-export const DEVICE_USAGE = `  device profile PUBLIC_ID verified|draft [--reason TEXT]
-                                                    verify a device's catalogue profile, or downgrade it
-  device status PUBLIC_ID ${DEVICE_STATUSES.join('|')} [--reason TEXT]
-                                                    move a device through its lifecycle (docs/commands.md)`;
+const DEVICE_OPTIONS = {
+  reason: { type: 'string', value: 'TEXT', help: 'why, recorded with the event (1 to 500 characters)' },
+  ...JSON_OUTPUT,
+} as const;
+
+export const deviceCommands: CommandGroup = {
+  name: 'device',
+  summary: 'operator moves of a device (docs/commands.md)',
+  subcommands: [
+    defineCommand({
+      name: 'profile',
+      args: ['PUBLIC_ID', 'verified|draft'],
+      summary: "verify a device's catalogue profile, or downgrade it",
+      details: 'A downgrade revokes its S2/S3 grants and cancels their pending commands.',
+      options: DEVICE_OPTIONS,
+      run: ({ out, args: [deviceId, target], values }) =>
+        deviceMove(out, 'profile', deviceId, target, values),
+    }),
+    defineCommand({
+      name: 'status',
+      args: ['PUBLIC_ID', DEVICE_STATUSES.join('|')],
+      summary: 'move a device through its lifecycle (docs/commands.md)',
+      details: 'Leaving active cancels its pending commands; a forbidden move exits 1.',
+      options: DEVICE_OPTIONS,
+      run: ({ out, args: [deviceId, target], values }) => deviceMove(out, 'status', deviceId, target, values),
+    }),
+  ],
+};
 
 /**
  * Operator moves of a device. Each records one event naming the operator action and the reason; what it
  * cascades (grants revoked by a downgrade, pending commands cancelled) is recorded in the same append.
  */
-export async function deviceCommand(
+async function deviceMove(
   out: Output,
-  sub: string | undefined,
+  sub: 'profile' | 'status',
   deviceId: string | undefined,
   target: string | undefined,
   options: { reason?: string },
 ): Promise<void> {
-  if (sub !== 'profile' && sub !== 'status') {
-    throw new CliError(`device: expected profile or status, got ${sub ?? 'nothing'}`);
-  }
   if (!deviceId) throw new CliError(`device ${sub}: PUBLIC_ID is required`);
   if (options.reason !== undefined && (options.reason.length === 0 || options.reason.length > 500)) {
     throw new CliError(`device ${sub}: --reason must be 1 to 500 characters`);

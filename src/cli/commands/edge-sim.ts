@@ -2,30 +2,42 @@ import path from 'node:path';
 import { readAgentFiles } from '../../agents/agent-files.js';
 import { EdgeSim } from '../../edge-sim/index.js';
 import { createLogger } from '../../infra/logger.js';
+import { defineCommand, JSON_OUTPUT, type OptionValues } from '../command.js';
 import { CliError, type Output } from '../output.js';
 
-export const EDGE_SIM_USAGE = `  edge-sim --agent DIR [--devices N] [--rate R] [--duration S] [--seed X]
-           [--fail-capabilities K,..] [--fail-rate P] [--apply-delay-ms MS] [--ack-delay-ms MS]
-                                                    run a simulated edge agent with the files of agent create:
-                                                    N devices (13), R readings/s per device (1), S seconds
-                                                    (until Ctrl-C), seed X (1); commands for capabilities K
-                                                    (or with chance P) fail, applying or acking is delayed`;
-
-export interface EdgeSimCliOptions {
-  readonly agent?: string;
-  readonly devices?: string;
-  readonly rate?: string;
-  readonly duration?: string;
-  readonly seed?: string;
-  readonly 'fail-capabilities'?: string;
-  readonly 'fail-rate'?: string;
-  readonly 'apply-delay-ms'?: string;
-  readonly 'ack-delay-ms'?: string;
-}
+const EDGE_SIM_OPTIONS = {
+  agent: { type: 'string', value: 'DIR', required: true, help: 'the files written by agent create' },
+  devices: { type: 'string', value: 'N', help: 'simulated devices (default 13: every device kind)' },
+  rate: { type: 'string', value: 'R', help: 'readings per second per device (default 1)' },
+  duration: { type: 'string', value: 'S', help: 'seconds to run (default: until Ctrl-C)' },
+  seed: { type: 'string', value: 'X', help: 'makes the fleet and its values repeatable (default 1)' },
+  'fail-capabilities': {
+    type: 'string',
+    value: 'K,..',
+    help: 'commands for these capabilities fail (acknowledged failed)',
+  },
+  'fail-rate': { type: 'string', value: 'P', help: 'each command fails with chance P, 0 to 1 (default 0)' },
+  'apply-delay-ms': { type: 'string', value: 'MS', help: 'wait MS before applying a command (default 0)' },
+  'ack-delay-ms': {
+    type: 'string',
+    value: 'MS',
+    help: 'acknowledge a command MS after applying it (default 0)',
+  },
+  ...JSON_OUTPUT,
+} as const;
 
 /** `devcloud edge-sim`: the reference agent, for demos and load. It needs no database: it is the edge. */
-export async function edgeSimCommand(out: Output, options: EdgeSimCliOptions): Promise<void> {
-  if (!options.agent) throw new CliError('edge-sim: --agent DIR is required');
+export const edgeSimCommand = defineCommand({
+  name: 'edge-sim',
+  summary: 'run a simulated edge agent (a hub and its devices) with the files of agent create',
+  details:
+    'docs/edge-agent.md describes what it sends and how it answers commands. With --json a progress line every 5 s.',
+  options: EDGE_SIM_OPTIONS,
+  run: ({ out, values }) => edgeSim(out, values),
+});
+
+async function edgeSim(out: Output, options: OptionValues<typeof EDGE_SIM_OPTIONS>): Promise<void> {
+  const agent = options.agent!;
   const devices = numberOption(
     'edge-sim',
     '--devices',
@@ -43,8 +55,8 @@ export async function edgeSimCommand(out: Output, options: EdgeSimCliOptions): P
     applyDelayMs: numberOption('edge-sim', '--apply-delay-ms', options['apply-delay-ms'], 0, delay),
     ackDelayMs: numberOption('edge-sim', '--ack-delay-ms', options['ack-delay-ms'], 0, delay),
   };
-  const files = await readAgentFiles(path.resolve(options.agent)).catch((error: Error) => {
-    throw new CliError(`edge-sim: cannot read the agent files in ${options.agent}: ${error.message}`);
+  const files = await readAgentFiles(path.resolve(agent)).catch((error: Error) => {
+    throw new CliError(`edge-sim: cannot read the agent files in ${agent}: ${error.message}`);
   });
   const logger = createLogger(process.env.LOG_LEVEL ?? 'info', process.stderr);
   const sim = new EdgeSim({ files, devices, rate, seed, logger, commands });

@@ -3,10 +3,34 @@ import { readCheckpoint } from '../../projections/checkpoints.js';
 import { RebuildRefused } from '../../projections/projector.js';
 import { rebuildProjector, type RebuildProgress } from '../../projections/rebuild.js';
 import { allProjectors } from '../../runtime/projectors.js';
+import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 
-export async function projectionsStatus(out: Output): Promise<void> {
+export const projectionsCommands: CommandGroup = {
+  name: 'projections',
+  summary: 'the read models: where each projector has got to, and rebuilding them from the event store',
+  subcommands: [
+    defineCommand({
+      name: 'status',
+      summary: 'where each projector has got to',
+      options: JSON_OUTPUT,
+      run: ({ out }) => projectionsStatus(out),
+    }),
+    defineCommand({
+      name: 'rebuild',
+      args: ['[NAME]'],
+      summary: 'rebuild read models from the event store',
+      details:
+        'Without NAME: every read model the events still in the store can rebuild. A progress bar on a ' +
+        'terminal, JSON progress lines with --json.',
+      options: JSON_OUTPUT,
+      run: ({ out, args }) => projectionsRebuild(out, args[0]),
+    }),
+  ],
+};
+
+async function projectionsStatus(out: Output): Promise<void> {
   await withCliContext(async ({ database, store }) => {
     const head = await store.headPosition();
     const projectors = [];
@@ -36,7 +60,7 @@ export async function projectionsStatus(out: Output): Promise<void> {
   });
 }
 
-export async function projectionsRebuild(out: Output, name: string | undefined): Promise<void> {
+async function projectionsRebuild(out: Output, name: string | undefined): Promise<void> {
   const all = allProjectors();
   // Without a name: every read model that can be rebuilt from the events the store still holds.
   const chosen = name

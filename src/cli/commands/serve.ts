@@ -1,11 +1,26 @@
 import { loadConfig, type Role } from '../../config.js';
 import { createLogger } from '../../infra/logger.js';
 import { startService } from '../../runtime/service.js';
+import { defineCommand } from '../command.js';
 import { CliError } from '../output.js';
 
 const ROLES: readonly Role[] = ['api', 'ingress', 'projector', 'scheduler'];
 
-export async function serve(options: { roles?: string }): Promise<void> {
+export const serveCommand = defineCommand({
+  name: 'serve',
+  summary: 'run the service (all roles by default)',
+  details: 'It runs until SIGINT or SIGTERM.',
+  options: {
+    roles: {
+      type: 'string',
+      value: ROLES.join(','),
+      help: 'the roles this process runs, comma-separated (default: the ROLES variable, else all)',
+    },
+  },
+  run: ({ values }) => serve({ roles: values.roles }),
+});
+
+async function serve(options: { roles?: string }): Promise<void> {
   const config = loadConfig();
   const roles = options.roles ? parseRoles(options.roles) : config.ROLES;
   const logger = createLogger(config.LOG_LEVEL);

@@ -1,30 +1,42 @@
 import { appendFile } from 'node:fs/promises';
 import { createLogger } from '../../infra/logger.js';
 import { runSoak, type SoakReport } from '../../soak/soak.js';
+import { defineCommand, type OptionValues } from '../command.js';
 import { numberOption } from './edge-sim.js';
 
-export const SOAK_USAGE = `  soak --minutes N --kills K [--devices D] [--rate R] [--seed X] [--out FILE]
-                                                    run every role as its own process with a simulated
-                                                    agent, SIGKILL random roles K times over N minutes,
-                                                    while SSE clients follow the live stream and a
-                                                    client switches a plug every 2 s, then check that no
-                                                    acknowledged reading was lost or doubled, no live
-                                                    client missed or doubled a frame and no command
-                                                    acted twice (D >= 2, device 1 is the plug); prints a
-                                                    summary and one JSON line (appended to FILE too).
-                                                    Own embedded PostgreSQL unless DATABASE_URL names a
-                                                    server to create a database on`;
+const SOAK_OPTIONS = {
+  minutes: { type: 'string', value: 'N', help: 'how long, up to 240 (default 1)' },
+  kills: { type: 'string', value: 'K', help: 'SIGKILLs spread over the run (default 20)' },
+  devices: {
+    type: 'string',
+    value: 'D',
+    help: "the simulated agent's devices, at least 2: device 1 is the plug the commands switch (default 3)",
+  },
+  rate: { type: 'string', value: 'R', help: 'readings per second per device (default 30)' },
+  seed: {
+    type: 'string',
+    value: 'X',
+    help: 'makes the kills and the fleet repeatable (default: from the clock)',
+  },
+  out: { type: 'string', value: 'FILE', help: 'append the JSON line to FILE too' },
+} as const;
 
-export interface SoakCliOptions {
-  readonly minutes?: string;
-  readonly kills?: string;
-  readonly devices?: string;
-  readonly rate?: string;
-  readonly seed?: string;
-  readonly out?: string;
-}
+export const soakCommand = defineCommand({
+  name: 'soak',
+  summary:
+    'run every role as its own process with a simulated agent, SIGKILL random roles K times over N ' +
+    'minutes, while SSE clients follow the live stream and a client switches a plug every 2 s; then ' +
+    'check that no acknowledged reading was lost or doubled, no live client missed or doubled a frame ' +
+    'and no command acted twice',
+  details:
+    'Prints a summary on stderr and one JSON line on stdout (it takes no --json: its result is JSON ' +
+    'already); exits 1 when a check failed. Its own embedded PostgreSQL unless DATABASE_URL names a ' +
+    'server to create a database on (docs/reliability.md).',
+  options: SOAK_OPTIONS,
+  run: ({ values }) => soak(values),
+});
 
-export async function soakCommand(options: SoakCliOptions): Promise<void> {
+async function soak(options: OptionValues<typeof SOAK_OPTIONS>): Promise<void> {
   const minutes = numberOption('soak', '--minutes', options.minutes, 1, (n) => n > 0 && n <= 240);
   const kills = numberOption('soak', '--kills', options.kills, 20, (n) => Number.isInteger(n) && n >= 0);
   // Device 1 of the simulated fleet is the smart plug the soak's commands switch.
@@ -49,7 +61,7 @@ export async function soakCommand(options: SoakCliOptions): Promise<void> {
   process.stderr.write(summary(report) + '\n');
   const line = JSON.stringify(report);
   if (options.out) await appendFile(options.out, line + '\n');
-  // The JSON line is the command's result whether or not --json was given.
+  // The JSON line is the command's result.
   process.stdout.write(line + '\n');
   if (!report.ok) process.exitCode = 1;
 }

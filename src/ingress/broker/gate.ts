@@ -22,7 +22,13 @@ import {
   type UplinkTopic,
 } from './topics.js';
 
-export type UplinkHandler = (agent: AgentRecord, topic: UplinkTopic, payload: Buffer) => Promise<void>;
+/** `connection` is aborted when the connection that published the message ends (absent for an orphan will). */
+export type UplinkHandler = (
+  agent: AgentRecord,
+  topic: UplinkTopic,
+  payload: Buffer,
+  connection?: AbortSignal,
+) => Promise<void>;
 
 export interface GateOptions {
   readonly directory: AgentDirectory;
@@ -53,6 +59,8 @@ type ConnectIntent = Pick<ConnectPacket, 'clientId' | 'will'>;
  *   and drop (retrying cannot fix it);
  * - any other error: callback(error): aedes closes the connection without a PUBACK (MQTT-3.3.5-2),
  *   and the agent redelivers the message when it reconnects.
+ * The handler may take its time (the readings quota holds a message back): the PUBACK waits with it, and
+ * aedes reads nothing more from that connection until its current read batch is settled.
  * A message that authorizePublish lets through is still handed to aedes' router, so authorizeForward
  * makes sure nothing an agent publishes ever reaches another client.
  */
@@ -209,8 +217,10 @@ export class AgentGate {
     if (pendingOffline) await pendingOffline;
     const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
     try {
-      await this.#options.onUplink(session.agent, decision.topic, payload);
+      await this.#options.onUplink(session.agent, decision.topic, payload, session.ended.signal);
     } catch (error) {
+      // The connection ended while the handler waited (a readings quota): no PUBACK was possible anyway.
+      if (session.ended.signal.aborted && isAbort(error)) throw error;
       const final = finalRejection(error, decision.topic);
       if (final) {
         this.#options.rejections.report(
@@ -341,6 +351,10 @@ function refusal(returnCode: AuthenticateError['returnCode'], message: string): 
 function asAuthenticateError(error: unknown): AuthenticateError {
   if (error instanceof Error && 'returnCode' in error) return error as AuthenticateError;
   return refusal(SERVER_UNAVAILABLE, errorMessage(error));
+}
+
+function isAbort(error: unknown): boolean {
+  return error instanceof Error && error.name === 'AbortError';
 }
 
 function errorMessage(error: unknown): string {

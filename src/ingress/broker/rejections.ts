@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { LogThrottle } from '../../infra/log-throttle.js';
 
 export type RejectionReason =
   /** TLS handshake failed: no client certificate, another CA, expired, wrong key usage. */
@@ -22,7 +23,6 @@ export type RejectionReason =
   | 'uplink_failed';
 
 const INFRASTRUCTURE: ReadonlySet<RejectionReason> = new Set(['directory_unavailable', 'uplink_failed']);
-const MAX_TRACKED = 10_000;
 
 /**
  * Counts every rejection and logs at most one line per agent per window, so a misbehaving agent (or a
@@ -32,9 +32,7 @@ const MAX_TRACKED = 10_000;
 export class Rejections {
   readonly #logger: Logger;
   readonly #count: (reason: RejectionReason, agentId: string | undefined) => void;
-  readonly #windowMs: number;
-  readonly #now: () => number;
-  readonly #lastLogged = new Map<string, { at: number; suppressed: number }>();
+  readonly #throttle: LogThrottle;
 
   constructor(options: {
     logger: Logger;
@@ -44,8 +42,7 @@ export class Rejections {
   }) {
     this.#logger = options.logger;
     this.#count = options.onRejected ?? (() => undefined);
-    this.#windowMs = options.windowMs ?? 60_000;
-    this.#now = options.now ?? Date.now;
+    this.#throttle = new LogThrottle({ windowMs: options.windowMs ?? 60_000, now: options.now });
   }
 
   report(reason: RejectionReason, agentId: string | undefined, detail: string): void {
@@ -57,23 +54,10 @@ export class Rejections {
     const key = INFRASTRUCTURE.has(reason)
       ? `infrastructure:${reason}`
       : `agent:${agentId ?? '(unidentified)'}`;
-    const now = this.#now();
-    const last = this.#lastLogged.get(key);
-    if (last && now - last.at < this.#windowMs) {
-      last.suppressed += 1;
-      return;
-    }
-    this.#prune(now);
-    this.#lastLogged.set(key, { at: now, suppressed: 0 });
-    const fields = { reason, agentId, detail, suppressedSinceLastLog: last?.suppressed ?? 0 };
+    const suppressed = this.#throttle.due(key);
+    if (suppressed === undefined) return;
+    const fields = { reason, agentId, detail, suppressedSinceLastLog: suppressed };
     if (INFRASTRUCTURE.has(reason)) this.#logger.error(fields, 'mqtt ingress failure');
     else this.#logger.warn(fields, 'mqtt client refused');
-  }
-
-  #prune(now: number): void {
-    if (this.#lastLogged.size < MAX_TRACKED) return;
-    for (const [key, entry] of this.#lastLogged) {
-      if (now - entry.at >= this.#windowMs) this.#lastLogged.delete(key);
-    }
   }
 }

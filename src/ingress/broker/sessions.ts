@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Client } from 'aedes';
 import type { AgentGrant } from './acl.js';
 import type { AgentRecord } from './agent-directory.js';
@@ -18,6 +19,8 @@ export interface AgentSession {
   missRefreshedAt: number;
   refreshing: Promise<void> | undefined;
   expiryTimer: NodeJS.Timeout | undefined;
+  /** Aborted when the connection ends: work done for it that can no longer be acknowledged may stop. */
+  readonly ended: AbortController;
 }
 
 // setTimeout cannot wait longer than this (about 24.8 days); longer waits are re-armed.
@@ -67,6 +70,7 @@ export class AgentSessions {
       missRefreshedAt: Number.NEGATIVE_INFINITY,
       refreshing: undefined,
       expiryTimer: undefined,
+      ended: endedSignal(),
     };
     this.#byClient.set(client, session);
     let sessions = this.#byAgent.get(agent.agentId);
@@ -109,19 +113,30 @@ export class AgentSessions {
     if (!session) return undefined;
     this.#byClient.delete(client);
     clearTimeout(session.expiryTimer);
+    session.ended.abort();
     const sessions = this.#byAgent.get(session.agentId);
     sessions?.delete(session);
     if (sessions?.size === 0) this.#byAgent.delete(session.agentId);
     return session;
   }
 
-  /** Stops every certificate-expiry timer, for shutdown. */
+  /** Stops every certificate-expiry timer and ends every session, for shutdown. */
   releaseAll(): void {
     for (const sessions of this.#byAgent.values()) {
-      for (const session of sessions) clearTimeout(session.expiryTimer);
+      for (const session of sessions) {
+        clearTimeout(session.expiryTimer);
+        session.ended.abort();
+      }
     }
     this.#byAgent.clear();
   }
+}
+
+/** Every message held back on the connection listens to it; as many as one read batch brings. */
+function endedSignal(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 function grantOf(agent: AgentRecord): AgentGrant {

@@ -6,6 +6,7 @@ import {
   type RefusedReading,
 } from '../../domain/readings/index.js';
 import type { BatchEntry, BatchEntryResult, EventStore } from '../../eventstore/port.js';
+import { LogThrottle } from '../../infra/log-throttle.js';
 import type { Logger } from '../../infra/logger.js';
 import type { Metrics } from '../../infra/metrics.js';
 import type { Pool } from '../../infra/postgres/pool.js';
@@ -15,6 +16,7 @@ import { parseUplinkPayload } from '../broker/topics.js';
 import { AppendBatcher } from './append-batcher.js';
 import { DeviceDirectory } from './device-directory.js';
 import { readingsEventId } from './event-id.js';
+import { ReadingQuota } from './reading-quota.js';
 
 export interface ReadingsIngestorOptions {
   readonly store: EventStore;
@@ -22,7 +24,11 @@ export interface ReadingsIngestorOptions {
   readonly logger: Logger;
   readonly metrics: Pick<
     Metrics,
-    'readingsStored' | 'readingsRefused' | 'readingsRedelivered' | 'readingsAppendMessages'
+    | 'readingsStored'
+    | 'readingsRefused'
+    | 'readingsRedelivered'
+    | 'readingsAppendMessages'
+    | 'readingsOverQuota'
   >;
   /** Server clock (ms since the epoch): the receivedAt of each message. */
   readonly now?: () => number;
@@ -33,15 +39,23 @@ export interface ReadingsIngestorOptions {
   /** Appends running at once; further messages gather into the next batch meanwhile. */
   readonly maxAppendsInFlight?: number;
   readonly deviceCacheMs?: number;
+  /** Per-agent readings quota (READINGS_QUOTA_*); none when absent. */
+  readonly quota?: { readonly readingsPerSecond: number; readonly burst: number };
 }
 
 export interface ReadingsIngestor {
   /**
    * Stores one readings message of `deviceId` published by `agent`. Resolves only once its event is
    * durable (a redelivery of a stored message resolves too, writing nothing). Throws RejectedMessage for a
-   * message that can never be stored; any other error means "not stored, deliver it again".
+   * message that can never be stored; any other error means "not stored, deliver it again". An agent over
+   * its readings quota waits here first; `connection` ending stops the wait (an AbortError).
    */
-  ingest(agent: Pick<AgentRecord, 'agentId' | 'projectId'>, deviceId: string, payload: Buffer): Promise<void>;
+  ingest(
+    agent: Pick<AgentRecord, 'agentId' | 'projectId'>,
+    deviceId: string,
+    payload: Buffer,
+    connection?: AbortSignal,
+  ): Promise<void>;
   /** Writes what is waiting and resolves when every append has settled. */
   close(): Promise<void>;
 }
@@ -67,24 +81,30 @@ export function createReadingsIngestor(options: ReadingsIngestorOptions): Readin
       }
     },
   });
-  const lastRefusalLog = new Map<string, number>();
+  const refusalLogs = new LogThrottle({ windowMs: REFUSAL_LOG_WINDOW_MS, now });
+  const quota =
+    options.quota &&
+    new ReadingQuota({ ...options.quota, logger, onOverQuota: () => metrics.readingsOverQuota.inc() });
 
   // A message refused as a whole is logged by the broker; this covers readings dropped from kept messages.
   function logDropped(agentId: string, deviceId: string, refused: readonly RefusedReading[]) {
-    const at = now();
-    if (at - (lastRefusalLog.get(agentId) ?? -Infinity) < REFUSAL_LOG_WINDOW_MS) return;
-    if (lastRefusalLog.size > 10_000) lastRefusalLog.clear();
-    lastRefusalLog.set(agentId, at);
-    logger.warn({ agentId, deviceId, refused }, 'readings refused (logged once a minute per agent)');
+    const suppressed = refusalLogs.due(agentId);
+    if (suppressed === undefined) return;
+    logger.warn(
+      { agentId, deviceId, refused, suppressedSinceLastLog: suppressed },
+      'readings refused (logged once a minute per agent)',
+    );
   }
 
   return {
-    async ingest(agent, deviceId, payload) {
+    async ingest(agent, deviceId, payload, connection) {
+      // When the broker got it, even if the quota then holds it back.
       const receivedAt = new Date(now()).toISOString();
       const { payload: message } = parseUplinkPayload(
         { kind: 'readings', agentId: agent.agentId, deviceId },
         payload,
       );
+      await quota?.admit(agent.agentId, message.readings.length, connection);
       const device = await devices.find(agent.projectId, deviceId);
       if (!device) {
         throw new RejectedMessage(
