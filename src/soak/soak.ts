@@ -17,7 +17,7 @@ import { stateProjector } from '../projections/state/projector.js';
 import { telemetryProjector } from '../projections/telemetry/projector.js';
 import { checksNotRunHere, verdict, type SoakCheck } from './checks.js';
 import { MessageLedger } from './ledger.js';
-import { freePort } from './ports.js';
+import { freePort } from '../infra/ports.js';
 import { provisionSimulatedAgent } from './provision.js';
 import { checkReadings, type ReadingsReport } from './readings-check.js';
 import { compareWithReplay } from './replay-check.js';

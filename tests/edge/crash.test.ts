@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { EdgeSim } from '../../src/edge-sim/index.js';
@@ -15,7 +13,8 @@ import { compareWithReplay } from '../../src/soak/replay-check.js';
 import { ServiceProcess } from '../../src/soak/service-process.js';
 import { projectorsCaughtUp, simulatorDrained, waitFor } from '../../src/soak/settle.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/edge-service.js';
+import { freePort } from '../../src/infra/ports.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const KILLS = 8;
 const SEED = 11;
@@ -38,7 +37,7 @@ describe('crash test: SIGKILL the whole service while readings flow', function (
   before(async () => {
     db = await freshDatabase();
     store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-crash-'));
+    dataDir = await tempDirectory('crash');
   });
   after(async () => {
     await sim?.stop(0);

@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
@@ -14,6 +12,7 @@ import { compareWithReplay } from '../../src/soak/replay-check.js';
 import { projectorsCaughtUp, waitFor } from '../../src/soak/settle.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { startEventWriter, type EventWriter } from '../support/event-writer.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const FIXTURE = 'tests/fixtures/read-model-projector-process.ts';
 const TARGETS = ['state', 'telemetry', 'devices'] as const;
@@ -35,7 +34,7 @@ describe('projector crash test: SIGKILL the real projectors inside a batch', fun
   before(async () => {
     db = await freshDatabase();
     store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-projector-crash-'));
+    dataDir = await tempDirectory('projector-crash');
   });
   after(async () => {
     await writer?.stop();

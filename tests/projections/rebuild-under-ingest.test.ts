@@ -1,7 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
@@ -12,6 +10,7 @@ import { compareWithReplay } from '../../src/soak/replay-check.js';
 import { projectorsCaughtUp, waitFor } from '../../src/soak/settle.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { startEventWriter, type EventWriter } from '../support/event-writer.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 /**
  * `devcloud projections rebuild devices` runs while devices keep being adopted (and readings keep arriving)
@@ -30,7 +29,7 @@ describe('projection rebuild while events keep arriving', function () {
   before(async () => {
     db = await freshDatabase();
     store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-rebuild-'));
+    dataDir = await tempDirectory('rebuild');
   });
   after(async () => {
     live.abort();
