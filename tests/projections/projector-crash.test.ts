@@ -3,14 +3,15 @@ import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
 import { devicesProjector } from '../../src/projections/devices/projector.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
 import { compareWithReplay } from '../../src/soak/replay-check.js';
 import { projectorsCaughtUp, waitFor } from '../../src/soak/settle.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { startEventWriter, type EventWriter } from '../support/event-writer.js';
 import { tempDirectory } from '../support/run-directory.js';
 
@@ -32,15 +33,13 @@ describe('projector crash test: SIGKILL the real projectors inside a batch', fun
   let writer: EventWriter | undefined;
 
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
     dataDir = await tempDirectory('projector-crash');
   });
   after(async () => {
     await writer?.stop();
     child?.kill('SIGKILL');
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
     await rm(dataDir, { recursive: true, force: true });
   });
 
