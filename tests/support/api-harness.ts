@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import { createApiApp, createLiveHub } from '../../src/api/app.js';
 import type { LiveHub } from '../../src/api/live/hub.js';
@@ -47,6 +48,8 @@ export async function startTestApi(
   const metrics = createMetrics();
   const background = new AbortController();
   const projectors = allProjectors();
+  // Every projector waits on this one signal: more than the default ten listeners, and not a leak.
+  setMaxListeners(projectors.length, background.signal);
   const running = projectors.map((p) =>
     runProjector(db.pool, store, p, {
       batchSize: 500,
