@@ -16,7 +16,7 @@ import { catchUpProjector } from '../src/projections/catch-up.js';
 import { createSite } from '../src/registry/sites.js';
 import { allProjectors } from '../src/runtime/projectors.js';
 import { adoptSimulatedFleet } from '../tests/support/edge-agent.js';
-import { freePort } from '../tests/support/edge-service.js';
+import { freePort } from '../src/infra/ports.js';
 import { CpuMeter, processCpuUs, processTree, round, rssMiB } from './cpu.js';
 import { BENCH_APPLICATION, benchDatabase, ceilings, machine, percentiles, report } from './support.js';
 

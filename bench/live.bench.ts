@@ -10,7 +10,7 @@ import { parseSse } from '../examples/live-client/sse.js';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import { createClient } from '../src/identity/clients.js';
 import { ClientSecretHasher } from '../src/identity/secret-hash.js';
-import { freePort } from '../tests/support/edge-service.js';
+import { freePort } from '../src/infra/ports.js';
 import { requestToken } from '../tests/support/tenants.js';
 import { provisionFleet, reply } from './ingest.bench.js';
 import { benchDatabase, machine, report } from './support.js';

@@ -19,7 +19,7 @@ import { findAgent } from '../src/projections/agents/queries.js';
 import { createSite } from '../src/registry/sites.js';
 import { startService } from '../src/runtime/service.js';
 import { adoptSimulatedFleet } from '../tests/support/edge-agent.js';
-import { freePort } from '../tests/support/edge-service.js';
+import { freePort } from '../src/infra/ports.js';
 import { requestToken } from '../tests/support/tenants.js';
 import { benchDatabase, machine, report } from './support.js';
 

@@ -11,6 +11,7 @@ import { eventStoreBenchmarks } from './eventstore.bench.js';
 import { ingestBenchmarks } from './ingest.bench.js';
 import { liveBenchmarks } from './live.bench.js';
 import { roundTripBenchmarks } from './roundtrip.bench.js';
+import { releaseBenchServer } from './support.js';
 import { telemetryBenchmarks } from './telemetry.bench.js';
 
 const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
@@ -24,7 +25,11 @@ const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
 ];
 
 const only = process.env.BENCH_ONLY?.split(',');
-for (const [name, aliases, run] of groups) {
-  if (only && !only.includes(name) && !aliases.some((a) => only.includes(a))) continue;
-  await run();
+try {
+  for (const [name, aliases, run] of groups) {
+    if (only && !only.includes(name) && !aliases.some((a) => only.includes(a))) continue;
+    await run();
+  }
+} finally {
+  await releaseBenchServer();
 }

@@ -1,11 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createLogger } from '../src/infra/logger.js';
-import { ensureDatabase, startEmbeddedPostgres } from '../src/infra/postgres/embedded.js';
+import {
+  ensureDatabase,
+  startEmbeddedPostgres,
+  type EmbeddedDatabase,
+} from '../src/infra/postgres/embedded.js';
 import { migrate } from '../src/infra/postgres/migrate.js';
 import { createPool, type Pool } from '../src/infra/postgres/pool.js';
+import { freePort } from '../src/infra/ports.js';
 
 /** application_name of the bench's own connections, so CPU meters can leave them out. */
 export const BENCH_APPLICATION = 'devcloud-bench';
@@ -16,23 +22,47 @@ export const BENCH_APPLICATION = 'devcloud-bench';
  */
 export const ceilings = new Map<string, number>();
 
-/** A throw-away database for one benchmark run: on DATABASE_URL's server, or the embedded cluster. */
+/**
+ * The embedded cluster the benchmarks share while `npm run bench` runs: under DATA_DIR when set, else in a
+ * temporary directory of this run's (removed at the end), on a free port, so two runs never share one.
+ */
+let embedded: Promise<{ cluster: EmbeddedDatabase; scratch?: string }> | undefined;
+
+function embeddedServer() {
+  embedded ??= (async () => {
+    const scratch = process.env.DATA_DIR
+      ? undefined
+      : await mkdtemp(path.join(os.tmpdir(), 'devcloud-bench-db-'));
+    // As root, PostgreSQL runs as `postgres`, which must reach the cluster directory.
+    if (scratch) await chmod(scratch, 0o755);
+    const cluster = await startEmbeddedPostgres({
+      dataDir: path.resolve(process.env.DATA_DIR ?? scratch!),
+      port: await freePort(),
+      logger: createLogger('warn', process.stderr),
+      databaseName: 'postgres',
+    });
+    return { cluster, scratch };
+  })();
+  return embedded;
+}
+
+/** Stops the embedded cluster if this run started one, and removes its temporary directory. */
+export async function releaseBenchServer(): Promise<void> {
+  if (!embedded) return;
+  const { cluster, scratch } = await embedded;
+  embedded = undefined;
+  await cluster.stop();
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+}
+
+/** A throw-away database for one benchmark: on DATABASE_URL's server, or the embedded cluster. */
 export async function benchDatabase(): Promise<{
   url: string;
   pool: Pool;
   serverVersion: string;
   drop(): Promise<void>;
 }> {
-  const logger = createLogger('warn', process.stderr);
-  const embedded = process.env.DATABASE_URL
-    ? undefined
-    : await startEmbeddedPostgres({
-        dataDir: path.resolve(process.env.DATA_DIR ?? '.data'),
-        port: 54329,
-        logger,
-        databaseName: 'postgres',
-      });
-  const adminUrl = process.env.DATABASE_URL ?? embedded!.url;
+  const adminUrl = process.env.DATABASE_URL ?? (await embeddedServer()).cluster.url;
   const name = `devcloud_bench_${randomBytes(4).toString('hex')}`;
   await ensureDatabase(adminUrl, name);
   const u = new URL(adminUrl);
@@ -52,7 +82,6 @@ export async function benchDatabase(): Promise<{
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
-      await embedded?.stop();
     },
   };
 }

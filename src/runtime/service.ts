@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import type { Config, Role } from '../config.js';
 import { createApiApp, createLiveHub } from '../api/app.js';
@@ -71,6 +72,10 @@ export async function startService(
     const jobs = scheduledJobs({ config, store, pool: database.pool, logger });
     tasks.push(runScheduler({ locks: database.locks, jobs, logger, signal: background.signal }));
   }
+
+  // Each projector and the scheduler waits on this one signal (its election, or its standby pause): more
+  // listeners than the default warning threshold of ten, and not a leak.
+  setMaxListeners(Math.max(10, tasks.length), background.signal);
 
   let ingress: RunningIngress | undefined;
   if (roles.includes('ingress')) {

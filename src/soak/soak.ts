@@ -29,7 +29,7 @@ import {
 import { MessageLedger } from './ledger.js';
 import { compareLiveFrames, framesInStore, sawNoGap, type LiveComparison } from './live-check.js';
 import { LiveFollowers, type LiveFollowerCounts } from './live-followers.js';
-import { freePort } from './ports.js';
+import { freePort } from '../infra/ports.js';
 import { provisionSimulatedAgent } from './provision.js';
 import { checkReadings, type ReadingsReport } from './readings-check.js';
 import { compareWithReplay } from './replay-check.js';

@@ -6,10 +6,11 @@ import { setCapabilityGrant } from '../../src/control/grants.js';
 import type { ControlEvent } from '../../src/domain/control/index.js';
 import { deviceStreamName } from '../../src/domain/devices/index.js';
 import { DomainError } from '../../src/domain/errors.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
 import { countingConflicts } from '../support/conflict-counter.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 /**
  * The gate's consistency against real PostgreSQL, with several "API processes" (store instances, each with
@@ -26,13 +27,11 @@ describe('control plane races (real PostgreSQL)', function () {
   let processes: { store: EventStore; conflicts: () => number }[];
 
   before(async () => {
-    db = await freshDatabase();
-    base = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db: db, store: base } = await openEventStore());
     processes = Array.from({ length: 5 }, () => countingConflicts(base));
   });
   after(async () => {
-    await base.close();
-    await db.drop();
+    await closeEventStore({ db: db, store: base });
   });
 
   const conflicts = () => processes.reduce((n, p) => n + p.conflicts(), 0);

@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import type { Decider } from '../../src/domain/decider.js';
 import { Conflict, InvalidInput, NotFound } from '../../src/domain/errors.js';
 import { allEvents, eventDefinition } from '../../src/domain/events/index.js';
 import {
@@ -15,31 +14,7 @@ import {
   type ClientEvent,
   type ProjectEvent,
 } from '../../src/domain/identity/index.js';
-
-/** given events, when a command, then the events it records or the refusal it throws. */
-function specification<C, E, S>(decider: Decider<C, E, S>) {
-  return (given: readonly E[]) => ({
-    when: (command: C) => {
-      const decide = () => decider.decide(command, given.reduce(decider.evolve, decider.initialState()));
-      return {
-        then: (expected: readonly E[]) => expect(decide()).to.deep.equal(expected),
-        thenRefused: <T extends Error>(
-          kind: new (...args: never[]) => T,
-          check: (e: T) => void = () => {},
-        ) => {
-          let refusal: unknown;
-          try {
-            decide();
-          } catch (error) {
-            refusal = error;
-          }
-          expect(refusal).to.be.instanceOf(kind);
-          check(refusal as T);
-        },
-      };
-    },
-  });
-}
+import { given } from '../support/decider-spec.js';
 
 const PROJECT = 'prj_AAAAAAAAAAAAAAAAAAAAAA';
 const CLIENT = 'cli_BBBBBBBBBBBBBBBBBBBBBB';
@@ -73,23 +48,25 @@ const createClient = (overrides: Partial<Extract<ClientCommand, { type: 'CreateC
   }) as const;
 
 describe('identity: projects', () => {
-  const given = specification(projectDecider);
-
   it('creates a project that does not exist yet', () => {
-    given([]).when({ type: 'CreateProject', projectId: PROJECT, name: '  Acme ' }).then([projectCreated]);
+    given(projectDecider, [])
+      .when({ type: 'CreateProject', projectId: PROJECT, name: '  Acme ' })
+      .then([projectCreated]);
   });
 
   it('refuses to create a project twice', () => {
-    given([projectCreated])
+    given(projectDecider, [projectCreated])
       .when({ type: 'CreateProject', projectId: PROJECT, name: 'Acme' })
-      .thenRefused(Conflict, (e) => expect(e.reason).to.equal('project_exists'));
+      .thenFails(Conflict, (e) => expect(e.reason).to.equal('project_exists'));
   });
 
   it('refuses an empty or overlong name', () => {
-    given([]).when({ type: 'CreateProject', projectId: PROJECT, name: '   ' }).thenRefused(InvalidInput);
-    given([])
+    given(projectDecider, [])
+      .when({ type: 'CreateProject', projectId: PROJECT, name: '   ' })
+      .thenFails(InvalidInput);
+    given(projectDecider, [])
       .when({ type: 'CreateProject', projectId: PROJECT, name: 'x'.repeat(201) })
-      .thenRefused(InvalidInput);
+      .thenFails(InvalidInput);
   });
 
   it('lives in its own stream', () => {
@@ -98,32 +75,30 @@ describe('identity: projects', () => {
 });
 
 describe('identity: OAuth clients', () => {
-  const given = specification(clientDecider);
-
   it('creates a client of an existing project, its scopes in catalogue order', () => {
-    given([]).when(createClient()).then([clientCreated]);
+    given(clientDecider, []).when(createClient()).then([clientCreated]);
   });
 
   it('refuses a client of an unknown project', () => {
-    given([])
+    given(clientDecider, [])
       .when(createClient({ projectExists: false }))
-      .thenRefused(NotFound, (e) => expect(e.what).to.equal('project'));
+      .thenFails(NotFound, (e) => expect(e.what).to.equal('project'));
   });
 
   it('refuses a scope that is not in the catalogue, naming it', () => {
-    given([])
+    given(clientDecider, [])
       .when(createClient({ scopes: ['devices:read', 'devices:admin'] }))
-      .thenRefused(InvalidInput, (e) => expect(e.reason).to.contain('devices:admin'));
+      .thenFails(InvalidInput, (e) => expect(e.reason).to.contain('devices:admin'));
   });
 
   it('refuses a client without scopes', () => {
-    given([])
+    given(clientDecider, [])
       .when(createClient({ scopes: [] }))
-      .thenRefused(InvalidInput);
+      .thenFails(InvalidInput);
   });
 
   it('accepts the grant privileges and deduplicates', () => {
-    given([])
+    given(clientDecider, [])
       .when(createClient({ scopes: ['grants:revoke', 'grants:admin', 'grants:admin'], name: undefined }))
       .then([
         {
@@ -140,19 +115,23 @@ describe('identity: OAuth clients', () => {
   });
 
   it('refuses to create the same client twice', () => {
-    given([clientCreated]).when(createClient()).thenRefused(Conflict);
+    given(clientDecider, [clientCreated]).when(createClient()).thenFails(Conflict);
   });
 
   it('revokes an active client', () => {
-    given([clientCreated]).when({ type: 'RevokeClient', clientId: CLIENT }).then([clientRevoked]);
+    given(clientDecider, [clientCreated])
+      .when({ type: 'RevokeClient', clientId: CLIENT })
+      .then([clientRevoked]);
   });
 
   it('records nothing when revoking a revoked client again', () => {
-    given([clientCreated, clientRevoked]).when({ type: 'RevokeClient', clientId: CLIENT }).then([]);
+    given(clientDecider, [clientCreated, clientRevoked])
+      .when({ type: 'RevokeClient', clientId: CLIENT })
+      .then([]);
   });
 
   it('refuses to revoke a client that does not exist', () => {
-    given([]).when({ type: 'RevokeClient', clientId: CLIENT }).thenRefused(NotFound);
+    given(clientDecider, []).when({ type: 'RevokeClient', clientId: CLIENT }).thenFails(NotFound);
   });
 
   it('folds to the state the token endpoint checks', () => {

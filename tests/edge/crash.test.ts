@@ -1,10 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { EdgeSim } from '../../src/edge-sim/index.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
@@ -14,8 +12,10 @@ import { checkReadings } from '../../src/soak/readings-check.js';
 import { compareWithReplay } from '../../src/soak/replay-check.js';
 import { ServiceProcess } from '../../src/soak/service-process.js';
 import { projectorsCaughtUp, simulatorDrained, waitFor } from '../../src/soak/settle.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/edge-service.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { freePort } from '../../src/infra/ports.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const KILLS = 8;
 const SEED = 11;
@@ -36,15 +36,13 @@ describe('crash test: SIGKILL the whole service while readings flow', function (
   let sim: EdgeSim | undefined;
 
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-crash-'));
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
+    dataDir = await tempDirectory('crash');
   });
   after(async () => {
     await sim?.stop(0);
     await service?.kill();
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
     await rm(dataDir, { recursive: true, force: true });
   });
 

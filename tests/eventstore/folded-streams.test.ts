@@ -4,8 +4,9 @@ import sinon from 'sinon';
 import { Refusal } from '../../src/domain/errors.js';
 import { FOLDED_STREAMS_KEPT, foldStream, keptFold } from '../../src/eventstore/folded-streams.js';
 import { decideOnStream } from '../../src/eventstore/handle-command.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, eventStoreOver, openEventStore } from '../support/event-store.js';
 
 /** A switch that may be used only while granted: the smallest decision a stale fold could get wrong. */
 type SwitchEvent = { type: 'Granted' | 'Revoked' | 'Used'; data: Record<string, never> };
@@ -32,15 +33,13 @@ describe('kept folds: deciding without reading, and never on a stale fold', () =
   let here: PostgresEventStore;
   let elsewhere: PostgresEventStore;
   beforeEach(async () => {
-    db = await freshDatabase();
-    here = new PostgresEventStore(db.pool, { connectionString: db.url });
-    elsewhere = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db, store: here } = await openEventStore());
+    elsewhere = eventStoreOver(db);
   });
   afterEach(async () => {
     sinon.restore();
-    await here.close();
     await elsewhere.close();
-    await db.drop();
+    await closeEventStore({ db, store: here });
   });
 
   it('a decision on a current kept fold appends without reading the stream', async () => {

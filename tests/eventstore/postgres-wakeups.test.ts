@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import pg from 'pg';
 import { concerns, parseAppendNotice } from '../../src/eventstore/postgres/append-notice.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 /** Polls `probe` every 10 ms until it answers, for at most `ms`. */
 async function within<T>(ms: number, what: string, probe: () => T | undefined): Promise<T> {
@@ -63,15 +64,13 @@ describe('append notifications: which subscribers wake, and when', () => {
     let store: PostgresEventStore;
     let controller: AbortController;
     beforeEach(async () => {
-      db = await freshDatabase();
       // An idle interval far longer than any wait below: only a notification can explain a prompt delivery.
-      store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 60_000 });
+      ({ db, store } = await openEventStore({ idlePollMs: 60_000 }));
       controller = new AbortController();
     });
     afterEach(async () => {
       controller.abort();
-      await store.close();
-      await db.drop();
+      await closeEventStore({ db, store });
     });
 
     it('delivers an event hidden behind an older open transaction as soon as that transaction ends', async function () {

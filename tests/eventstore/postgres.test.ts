@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type pg from 'pg';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { eventStoreContract, sleep } from './contract.js';
 
 /** Appends one event per transaction, each transaction held open for a random while after it wrote. */
@@ -37,15 +38,13 @@ async function slowTransactions(pool: pg.Pool, transactions: number, eventsEach:
 
 describe('event store contract: PostgreSQL adapter', () => {
   eventStoreContract(async () => {
-    const db = await freshDatabase();
-    const store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    const { db, store } = await openEventStore({ idlePollMs: 50 });
     return {
       store,
       globalEventIdUniqueness: true,
       burst: (n, each) => slowTransactions(db.pool, n, each),
       async close() {
-        await store.close();
-        await db.drop();
+        await closeEventStore({ db, store });
       },
     };
   });
@@ -67,12 +66,10 @@ describe('global order under out-of-order commits (PostgreSQL)', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
   });
   afterEach(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   it('a naive bigserial reader skips an event committed out of order; our reader does not', async () => {

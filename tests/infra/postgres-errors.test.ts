@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { isConnectionError, isDataError } from '../../src/infra/postgres/errors.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 describe('PostgreSQL error classes', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db, store } = await openEventStore());
   });
   after(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   for (const [label, text] of [

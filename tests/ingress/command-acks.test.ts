@@ -1,13 +1,14 @@
 import { expect } from 'chai';
 import { deviceStreamName } from '../../src/domain/devices/decider.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import type { AgentRecord } from '../../src/ingress/broker/agent-directory.js';
 import { RejectedMessage } from '../../src/ingress/broker/rejected-message.js';
 import { CommandDelivery } from '../../src/ingress/commands/delivery.js';
 import { registerDevice } from '../../src/registry/devices.js';
 import { controls, type Controls } from '../support/commands.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 describe('command acks at the ingress (before the PUBACK), against real PostgreSQL', () => {
   let db: TestDatabase;
@@ -18,8 +19,7 @@ describe('command acks at the ingress (before the PUBACK), against real PostgreS
   let agent: AgentRecord;
 
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db, store } = await openEventStore());
     delivery = new CommandDelivery({
       store,
       pool: db.pool,
@@ -47,8 +47,7 @@ describe('command acks at the ingress (before the PUBACK), against real PostgreS
     await c.grant(deviceId, 'binary.switch');
   });
   after(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   async function rejection(work: Promise<unknown>): Promise<RejectedMessage> {

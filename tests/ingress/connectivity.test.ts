@@ -1,19 +1,18 @@
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { ConnectivityRecorder, connectivityStreamName } from '../../src/ingress/connectivity.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 describe('connectivity recorder', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
 
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db, store } = await openEventStore());
   });
   after(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   const states = async (deviceId: string) =>

@@ -1,8 +1,7 @@
 import { DAY_MS } from '../../src/domain/time.js';
 import { execFile } from 'node:child_process';
 import { X509Certificate, createPrivateKey } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import tls from 'node:tls';
 import { inspect, promisify } from 'node:util';
@@ -10,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { agentIdFromCertificate } from '../../src/ingress/pki/agent-identity.js';
 import { loadAuthority, loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -22,7 +22,7 @@ describe('edge PKI', function () {
   let pkiDir: string;
 
   beforeEach(async function () {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-pki-'));
+    dir = await tempDirectory('pki');
     pkiDir = path.join(dir, 'pki');
   });
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics, type Metrics } from '../../src/infra/metrics.js';
 import { RejectedMessage } from '../../src/ingress/broker/rejected-message.js';
@@ -10,7 +10,8 @@ import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { devicesProjector } from '../../src/projections/devices/projector.js';
 import { registerDevice } from '../../src/registry/devices.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 const PROJECT = 'prj_ingest';
 const AGENT = { agentId: 'agt_ingest01', projectId: PROJECT };
@@ -45,8 +46,7 @@ describe('readings ingest', () => {
   }
 
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
     metrics = createMetrics();
     ingestor = createReadingsIngestor({
       store,
@@ -63,8 +63,7 @@ describe('readings ingest', () => {
   afterEach(async () => {
     sinon.restore();
     await ingestor.close();
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   it('stores a message as one ReadingsRecorded event with server time, site and normalised device times', async () => {

@@ -1,6 +1,5 @@
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
@@ -19,8 +18,9 @@ import { startService, type RunningService } from '../../src/runtime/service.js'
 import { compareLiveFrames, framesInStore, type StreamFrame } from '../../src/soak/live-check.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { adoptSimulatedFleet } from '../support/edge-agent.js';
-import { freePort } from '../support/edge-service.js';
+import { freePort } from '../../src/infra/ports.js';
 import { requestToken } from '../support/tenants.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const CLIENTS = 12;
 const API_PROCESSES = 2;
@@ -45,7 +45,7 @@ describe('live stream reliability: reconnects during continuous ingest', functio
 
   before(async () => {
     db = await freshDatabase();
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-live-'));
+    dataDir = await tempDirectory('live');
   });
   after(async () => {
     for (const api of apis) await api?.stop();

@@ -2,7 +2,7 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
 import { pairingStreamName } from '../../src/domain/pairing/index.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import type { AgentRecord } from '../../src/ingress/broker/agent-directory.js';
 import { uplinkDispatch } from '../../src/ingress/uplink.js';
@@ -10,6 +10,7 @@ import { openPairingWindow } from '../../src/pairing/windows.js';
 import { registerDevice } from '../../src/registry/devices.js';
 import { countingConflicts } from '../support/conflict-counter.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { eventStoreOver } from '../support/event-store.js';
 
 describe('a burst of candidates joining one hub', function () {
   this.timeout(60_000);
@@ -19,7 +20,7 @@ describe('a burst of candidates joining one hub', function () {
 
   before(async () => {
     db = await freshDatabase();
-    stores = [0, 1].map(() => new PostgresEventStore(db.pool, { connectionString: db.url }));
+    stores = [0, 1].map(() => eventStoreOver(db));
   });
   after(async () => {
     for (const store of stores) await store.close();

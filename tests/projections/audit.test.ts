@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createClient } from '../../src/identity/clients.js';
 import { createProject } from '../../src/identity/projects.js';
 import { ClientSecretHasher } from '../../src/identity/secret-hash.js';
@@ -8,18 +8,17 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { createLogger } from '../../src/infra/logger.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 describe('audit log', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
   });
   afterEach(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   it('keeps every control-plane fact but never a client secret hash', async () => {

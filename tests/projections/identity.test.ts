@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createClient, revokeClient } from '../../src/identity/clients.js';
 import { ClientSecretHasher } from '../../src/identity/secret-hash.js';
 import { createProject } from '../../src/identity/projects.js';
@@ -7,18 +7,17 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { installProjector } from '../../src/projections/checkpoints.js';
 import { identityProjector } from '../../src/projections/identity/projector.js';
 import { listClients, recentlyRevokedClientIds } from '../../src/projections/identity/queries.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 describe('identity read model', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
   });
   afterEach(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   it('lists clients without secrets, marks revocations, and is unchanged by a replay', async () => {

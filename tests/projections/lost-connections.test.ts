@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import pg from 'pg';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { runProjector } from '../../src/projections/runner.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
 
 const TYPES = ['Ticked'];
@@ -38,15 +39,13 @@ describe('connections that lose their server', () => {
   let store: PostgresEventStore;
   let admin: pg.Client;
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 20 });
+    ({ db, store } = await openEventStore({ idlePollMs: 20 }));
     admin = new pg.Client({ connectionString: db.url, application_name: 'test-admin' });
     await admin.connect();
   });
   afterEach(async () => {
     await admin.end();
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   /**

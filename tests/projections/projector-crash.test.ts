@@ -1,19 +1,19 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
 import { devicesProjector } from '../../src/projections/devices/projector.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
 import { compareWithReplay } from '../../src/soak/replay-check.js';
 import { projectorsCaughtUp, waitFor } from '../../src/soak/settle.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { startEventWriter, type EventWriter } from '../support/event-writer.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const FIXTURE = 'tests/fixtures/read-model-projector-process.ts';
 const TARGETS = ['state', 'telemetry', 'devices'] as const;
@@ -33,15 +33,13 @@ describe('projector crash test: SIGKILL the real projectors inside a batch', fun
   let writer: EventWriter | undefined;
 
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-projector-crash-'));
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
+    dataDir = await tempDirectory('projector-crash');
   });
   after(async () => {
     await writer?.stop();
     child?.kill('SIGKILL');
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
     await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -1,17 +1,17 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
 import { devicesProjector } from '../../src/projections/devices/projector.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { compareWithReplay } from '../../src/soak/replay-check.js';
 import { projectorsCaughtUp, waitFor } from '../../src/soak/settle.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { startEventWriter, type EventWriter } from '../support/event-writer.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 /**
  * `devcloud projections rebuild devices` runs while devices keep being adopted (and readings keep arriving)
@@ -28,15 +28,13 @@ describe('projection rebuild while events keep arriving', function () {
   const live = new AbortController();
 
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-rebuild-'));
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
+    dataDir = await tempDirectory('rebuild');
   });
   after(async () => {
     live.abort();
     await writer?.stop();
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
     await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { auditProjector } from '../../src/projections/audit/projector.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 /** Runs the real CLI against the test database; resolves with its stdout lines and exit code. */
 function devcloud(
@@ -34,8 +35,7 @@ describe('devcloud projections rebuild', () => {
 
   before(async function () {
     this.timeout(120_000);
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db, store } = await openEventStore());
     for (let b = 0; b < total / 1000; b++) {
       const events = Array.from({ length: 1000 }, (_, i) => ({
         id: randomUUID(),
@@ -47,8 +47,7 @@ describe('devcloud projections rebuild', () => {
     await catchUpProjector(db.pool, store, auditProjector());
   });
   after(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   it('keeps readers of the projection getting complete answers while it runs, then swaps in an identical table', async function () {

@@ -11,11 +11,12 @@ import {
 } from '../../src/domain/readings/index.js';
 import type { BatchEntry } from '../../src/eventstore/port.js';
 import { seededRandom } from '../../src/edge-sim/random.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 /**
  * The optimised projectors (readings folded per bucket in memory, one statement per batch, replays skipped
@@ -183,8 +184,7 @@ describe('optimised state and telemetry projectors against a reference projectio
   let store: PostgresEventStore;
 
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db, store } = await openEventStore());
     for (const site of SITES) {
       await store.append(
         `site-${site.siteId}`,
@@ -200,8 +200,7 @@ describe('optimised state and telemetry projectors against a reference projectio
     }
   });
   afterEach(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   /** Appends the history in randomly sized grouped appends, in order: append order is the global order. */

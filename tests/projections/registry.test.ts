@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { deviceDecider, deviceStreamName } from '../../src/domain/devices/index.js';
 import { handleCommand } from '../../src/eventstore/handle-command.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { bindingsProjector } from '../../src/projections/bindings/projector.js';
 import { listBindings } from '../../src/projections/bindings/queries.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
@@ -13,7 +13,8 @@ import { sitesProjector } from '../../src/projections/sites/projector.js';
 import { listSites } from '../../src/projections/sites/queries.js';
 import { createBinding } from '../../src/registry/bindings.js';
 import { registerDevice } from '../../src/registry/devices.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 const device = (
   projectId: string,
@@ -35,12 +36,10 @@ describe('registry projections', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
   });
   afterEach(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   async function allSeqs(): Promise<{ device_id: string; seq: string }[]> {

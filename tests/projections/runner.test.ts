@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { expect } from 'chai';
 import sinon from 'sinon';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { auditProjector } from '../../src/projections/audit/projector.js';
@@ -11,7 +11,8 @@ import { installProjector, readCheckpoint } from '../../src/projections/checkpoi
 import { RebuildRefused } from '../../src/projections/projector.js';
 import { rebuildProjector } from '../../src/projections/rebuild.js';
 import { commitBatch, runProjector } from '../../src/projections/runner.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
 
 const TYPES = ['Ticked', 'Tocked'];
@@ -55,13 +56,11 @@ describe('projection runner', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 30 });
+    ({ db, store } = await openEventStore({ idlePollMs: 30 }));
   });
   afterEach(async () => {
     sinon.restore();
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   it('projects only its event types, in batches, and moves the checkpoint with them', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { pointValue, TELEMETRY_AGGREGATIONS } from '../../src/domain/readings/index.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import type { Projector } from '../../src/projections/projector.js';
 import { rebuildProjector } from '../../src/projections/rebuild.js';
@@ -10,7 +10,8 @@ import { readDeviceState } from '../../src/projections/state/queries.js';
 import { deleteExpiredTelemetry } from '../../src/projections/telemetry/retention.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
 import { readBuckets, readPointValues } from '../../src/projections/telemetry/queries.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { recordReadings } from '../support/readings.js';
 
 const DEVICE = 'dev_meter01';
@@ -33,8 +34,7 @@ describe('state and telemetry projections', () => {
     );
   }
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
     await store.append(
       `site-${SITE}`,
       [
@@ -48,8 +48,7 @@ describe('state and telemetry projections', () => {
     );
   });
   afterEach(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   /** Every row of the projector's tables, sorted, without the order-of-application column. */

@@ -1,13 +1,13 @@
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { freePort } from '../support/edge-service.js';
+import { freePort } from '../../src/infra/ports.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const run = promisify(execFile);
 
@@ -39,7 +39,7 @@ describe('the compiled build (production image)', function () {
     await writeFile(path.join(outDir, 'refuse-dev-packages.mjs'), REGISTER_HOOKS);
     refuseDevPackages = pathToFileURL(path.join(outDir, 'refuse-dev-packages.mjs')).href;
     db = await freshDatabase({ migrated: false });
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-build-'));
+    dataDir = await tempDirectory('build');
   });
   after(async () => {
     await db?.drop();

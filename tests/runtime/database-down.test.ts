@@ -1,14 +1,14 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { chmod, rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { AckedMessage, EdgeSim } from '../../src/edge-sim/index.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/postgres/embedded.js';
 import { createLockPool, createPool } from '../../src/infra/postgres/pool.js';
 import { connectedAgent, until } from '../support/edge-agent.js';
-import { freePort, startEdgeService, type EdgeService } from '../support/edge-service.js';
+import { freePort } from '../../src/infra/ports.js';
+import { startEdgeService, type EdgeService } from '../support/edge-service.js';
 import { call, type Answer } from '../support/registry.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const SEED = 5;
 const DEVICES = 4;
@@ -32,7 +32,7 @@ describe('database down, end to end (a real PostgreSQL stopped mid-traffic)', fu
   const startCluster = () => startEmbeddedPostgres({ dataDir, port, logger, databaseName: 'devcloud' });
 
   before(async () => {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-pgdown-'));
+    dataDir = await tempDirectory('pgdown');
     await chmod(dataDir, 0o755); // run as root, PostgreSQL runs as the postgres user
     port = await freePort();
     cluster = await startCluster();

@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { chmod, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
@@ -8,7 +7,8 @@ import { createLogger } from '../../src/infra/logger.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/postgres/embedded.js';
 import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { createProject } from '../../src/identity/projects.js';
-import { freePort } from '../support/edge-service.js';
+import { freePort } from '../../src/infra/ports.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 const logger = createLogger('silent');
 
@@ -43,7 +43,7 @@ describe('a PostgreSQL restart under load', function () {
   let pool: Pool | undefined;
 
   before(async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-restart-'));
+    dir = await tempDirectory('restart');
     await chmod(dir, 0o755); // as root, PostgreSQL runs as `postgres`, which must reach the directory
   });
   after(async () => {

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { chmod, rm } from 'node:fs/promises';
 import { expect } from 'chai';
+import { freePort } from '../../src/infra/ports.js';
+import { tempDirectory } from '../support/run-directory.js';
 
 /**
  * The fresh-machine path: no DATABASE_URL, so `devcloud serve` runs the embedded PostgreSQL under DATA_DIR;
@@ -42,18 +42,20 @@ describe('service lifecycle on the embedded database', function () {
   let dataDir: string;
   let env: NodeJS.ProcessEnv;
   let server: ChildProcess | undefined;
+  let httpPort: number;
 
   before(async () => {
-    dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-life-'));
+    dataDir = await tempDirectory('life');
     await chmod(dataDir, 0o755); // as root, PostgreSQL runs as `postgres`, which must reach the directory
     const { DATABASE_URL: _omit, EVENTSTORE_URL: _omit2, ...rest } = process.env;
+    httpPort = await freePort();
     env = {
       ...rest,
       DATA_DIR: dataDir,
-      EMBEDDED_PG_PORT: '54359',
-      HTTP_PORT: '18181',
+      EMBEDDED_PG_PORT: String(await freePort()),
+      HTTP_PORT: String(httpPort),
       HTTP_HOST: '127.0.0.1',
-      MQTT_PORT: '18883',
+      MQTT_PORT: String(await freePort()),
       LOG_LEVEL: 'info',
     };
   });
@@ -70,7 +72,7 @@ describe('service lifecycle on the embedded database', function () {
     });
     let logs = '';
     server.stdout!.on('data', (c: Buffer) => (logs += c.toString()));
-    const health = await waitForHealth('http://127.0.0.1:18181/health', 120_000);
+    const health = await waitForHealth(`http://127.0.0.1:${httpPort}/health`, 120_000);
     expect(health.status).to.equal(200);
 
     const whileRunning = await cli(['projections', 'status', '--json'], env);

@@ -1,13 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { commandsProjector } from '../../src/projections/commands/projector.js';
 import { registerDevice } from '../../src/registry/devices.js';
 import { commandExpiryJob } from '../../src/scheduler/command-expiry.js';
 import { controls, type Controls } from '../support/commands.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 describe('scheduler: command expiry at the TTL, by the server clock', () => {
   let db: TestDatabase;
@@ -19,8 +20,7 @@ describe('scheduler: command expiry at the TTL, by the server clock', () => {
   const leadership = new AbortController();
 
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db, store } = await openEventStore());
     ({ deviceId } = await registerDevice(store, {
       projectId: 'prj_ttl',
       siteId: 'site_1',
@@ -36,8 +36,7 @@ describe('scheduler: command expiry at the TTL, by the server clock', () => {
   });
   after(async () => {
     leadership.abort();
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   const job = () =>

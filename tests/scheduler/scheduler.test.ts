@@ -2,14 +2,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { pairingDecider, pairingStreamName, type PairingEvent } from '../../src/domain/pairing/index.js';
 import { handleCommand } from '../../src/eventstore/handle-command.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { pairingProjector } from '../../src/projections/pairing/projector.js';
 import { pairingDeadlinesJob } from '../../src/scheduler/pairing-deadlines.js';
 import { runScheduler } from '../../src/scheduler/scheduler.js';
 import type { ScheduledJob } from '../../src/scheduler/job.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 const logger = createLogger('silent');
 
@@ -18,12 +19,10 @@ describe('scheduler', () => {
   let store: PostgresEventStore;
 
   before(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
+    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
   });
   after(async () => {
-    await store.close();
-    await db.drop();
+    await closeEventStore({ db, store });
   });
 
   /** A window opened at `openedAt` with deadline `closesAt`, recorded as the API would have. */

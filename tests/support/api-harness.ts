@@ -1,16 +1,18 @@
+import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import { createApiApp, createLiveHub } from '../../src/api/app.js';
 import { ProjectionLagMonitor } from '../../src/projections/lag-monitor.js';
 import type { LiveHub } from '../../src/api/live/hub.js';
 import { createHttpServer, listen } from '../../src/api/server.js';
 import { loadConfig, type Config } from '../../src/config.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics } from '../../src/infra/metrics.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
-import { committedHead, freshDatabase, type TestDatabase } from './database.js';
+import { committedHead, type TestDatabase } from './database.js';
+import { closeEventStore, openEventStore } from './event-store.js';
 
 /**
  * The real API on an ephemeral port over a fresh database, with the real projectors running in the
@@ -32,7 +34,7 @@ export async function startTestApi(
   env: Record<string, string> = {},
   options: { now?: () => number } = {},
 ): Promise<TestApi> {
-  const db = await freshDatabase();
+  const { db, store } = await openEventStore({ idlePollMs: 50 });
   const config = loadConfig({
     DATABASE_URL: db.url,
     LOG_LEVEL: 'silent',
@@ -44,10 +46,11 @@ export async function startTestApi(
     ...env,
   });
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-  const store = new PostgresEventStore(db.pool, { connectionString: db.url, idlePollMs: 50 });
   const metrics = createMetrics();
   const background = new AbortController();
   const projectors = allProjectors();
+  // Every projector waits on this one signal: more than the default ten listeners, and not a leak.
+  setMaxListeners(projectors.length, background.signal);
   const running = projectors.map((p) =>
     runProjector(db.pool, store, p, {
       batchSize: 500,
@@ -90,8 +93,7 @@ export async function startTestApi(
       await new Promise<void>((resolve) => server.close(() => resolve()));
       background.abort();
       await Promise.allSettled(running);
-      await store.close();
-      await db.drop();
+      await closeEventStore({ db, store });
     },
   };
 }

@@ -6,10 +6,14 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/po
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
 import { createLockPool, createPool, type Pool } from '../../src/infra/postgres/pool.js';
+import { freePort } from '../../src/infra/ports.js';
+import { removeRunDirectory, runDirectory, RUN_ID } from './run-directory.js';
 
 /**
  * Tests run against a real PostgreSQL: the server named by DATABASE_URL when set (CI's own server), else an
- * embedded cluster under .data/test. Each suite gets its own fresh database cloned from a migrated template.
+ * embedded cluster of this run's own, in its temporary directory on a free port (initdb costs seconds: once
+ * per run). Each suite gets its own fresh database cloned from a migrated template; every database is named
+ * after the run, so runs side by side on one server never touch each other's.
  */
 let server: Promise<{ adminUrl: string; embedded?: EmbeddedDatabase }> | undefined;
 let template: Promise<string> | undefined;
@@ -20,8 +24,8 @@ function startServer() {
     const external = process.env.DATABASE_URL;
     if (external) return { adminUrl: external };
     const embedded = await startEmbeddedPostgres({
-      dataDir: path.resolve('.data/test'),
-      port: Number(process.env.TEST_EMBEDDED_PG_PORT ?? 54339),
+      dataDir: path.join(await runDirectory(), 'database'),
+      port: await freePort(),
       logger: createLogger('warn'),
       databaseName: 'postgres',
     });
@@ -50,7 +54,7 @@ async function adminQuery(sql: string): Promise<void> {
 function migratedTemplate(): Promise<string> {
   template ??= (async () => {
     const { adminUrl } = await startServer();
-    const name = `dc_template_${process.pid}_${randomBytes(3).toString('hex')}`;
+    const name = `dc_${RUN_ID}_template`;
     await adminQuery(`CREATE DATABASE ${name}`);
     created.push(name);
     const pool = createPool(withDatabase(adminUrl, name), { max: 2 });
@@ -75,7 +79,7 @@ export interface TestDatabase {
 /** A new database with every migration applied. */
 export async function freshDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const { adminUrl } = await startServer();
-  const name = `dc_test_${randomBytes(5).toString('hex')}`;
+  const name = `dc_${RUN_ID}_${randomBytes(4).toString('hex')}`;
   if (options.migrated === false) {
     await adminQuery(`CREATE DATABASE ${name}`);
   } else {
@@ -97,14 +101,18 @@ export async function freshDatabase(options: { migrated?: boolean } = {}): Promi
   };
 }
 
-/** Drops what the run created and stops the embedded cluster if this run started it. */
+/** Drops what the run created, stops its embedded cluster and removes its temporary directory. */
 export async function releaseTestServer(): Promise<void> {
-  if (!server) return;
-  for (const name of [...created].reverse()) {
-    await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+  if (server) {
+    for (const name of [...created].reverse()) {
+      await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    }
+    const started = await server.catch(() => undefined);
+    await started?.embedded?.stop();
+    server = undefined;
+    template = undefined;
   }
-  const { embedded } = await server;
-  await embedded?.stop();
+  await removeRunDirectory();
 }
 
 /** The connection string of the test server's admin database (for child processes that need their own). */

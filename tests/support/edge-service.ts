@@ -1,15 +1,16 @@
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
+import { freePort } from '../../src/infra/ports.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
 import type { TestApi } from './api-harness.js';
+import { tempDirectory } from './run-directory.js';
 import { committedHead, freshDatabase, type TestDatabase } from './database.js';
 
 const run = promisify(execFile);
@@ -30,9 +31,6 @@ export interface EdgeService extends TestApi {
   cli(...args: string[]): Promise<Record<string, unknown>>;
 }
 
-export { freePort } from '../../src/soak/ports.js';
-import { freePort } from '../../src/soak/ports.js';
-
 export async function startEdgeService(
   options: {
     roles?: Config['ROLES'];
@@ -43,7 +41,7 @@ export async function startEdgeService(
   } = {},
 ): Promise<EdgeService> {
   const db = options.db ?? (await freshDatabase());
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-edge-'));
+  const dataDir = await tempDirectory('edge');
   const mqttPort = await freePort();
   const env = {
     DATABASE_URL: db.url,

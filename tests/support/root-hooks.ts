@@ -1,6 +1,27 @@
 import { releaseTestServer } from './database.js';
+import { creationStacks, lingeringResources, recordCreationStacks } from './open-handles.js';
+
+if (process.env.TEST_HANDLE_STACKS === '1') recordCreationStacks();
 
 after(async function () {
   this.timeout(60_000);
   await releaseTestServer();
+});
+
+// Last of all: nothing the suite started may outlive it. Mocha no longer exits by force, so a leak would
+// hang the run; it fails it instead, naming what is left, and then ends the process.
+after(async function () {
+  await null;
+  // Mocha's own timeout timer for this hook is not the suite's: it must not count, nor hold the process.
+  (this.runnable() as unknown as { timer?: NodeJS.Timeout }).timer?.unref();
+  const open = await lingeringResources(2000);
+  if (open.length === 0) return;
+  setTimeout(() => process.exit(1), 1000).unref();
+  const stacks = creationStacks(open);
+  throw new Error(
+    `the suite left ${open.length} handle(s) or request(s) open: ${open.join(', ')}\n` +
+      (stacks.length
+        ? `created at:\n${stacks.join('\n\n')}`
+        : 'run again with TEST_HANDLE_STACKS=1 to see where each was created'),
+  );
 });

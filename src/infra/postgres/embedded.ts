@@ -12,12 +12,12 @@ import {
   symlink,
   writeFile,
 } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import type { Logger } from '../logger.js';
+import { freePort } from '../ports.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -96,7 +96,14 @@ export async function startEmbeddedPostgres(options: {
   let startedHere = false;
   let port = await runningClusterPort(clusterDir);
   if (port === undefined) {
-    port = await freePort(options.port, options.logger);
+    // The configured port, or any free one when something else holds it (another checkout's cluster, say).
+    // Joiners read the port from postmaster.pid, so the cluster is found wherever it listens.
+    port = await freePort(options.port);
+    if (port !== options.port)
+      options.logger.warn(
+        { preferred: options.port, port },
+        'embedded PostgreSQL port taken; using a free one',
+      );
     const settings = [
       `-p ${port}`,
       '-c listen_addresses=127.0.0.1',
@@ -172,27 +179,6 @@ async function runningClusterPort(clusterDir: string): Promise<number | undefine
   } catch {
     return undefined; // a stale pid file from a crash: PostgreSQL recovers from it on start
   }
-  return port;
-}
-
-/**
- * The configured port, or any free one when something else holds it (another checkout's cluster, say).
- * Joiners read the port from postmaster.pid, so the cluster is found wherever it listens.
- */
-async function freePort(preferred: number, logger: Logger): Promise<number> {
-  const tryListen = (port: number) =>
-    new Promise<number | undefined>((resolve) => {
-      const server = net.createServer();
-      server.once('error', () => resolve(undefined));
-      server.listen(port, '127.0.0.1', () => {
-        const bound = (server.address() as net.AddressInfo).port;
-        server.close(() => resolve(bound));
-      });
-    });
-  const port = (await tryListen(preferred)) ?? (await tryListen(0));
-  if (port === undefined) throw new Error('no free TCP port on 127.0.0.1 for the embedded PostgreSQL');
-  if (port !== preferred)
-    logger.warn({ preferred, port }, 'embedded PostgreSQL port taken; using a free one');
   return port;
 }
 

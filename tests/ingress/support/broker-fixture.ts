@@ -1,5 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt';
@@ -13,6 +12,7 @@ import {
   type Authority,
   type IssuedCertificate,
 } from '../../../src/ingress/pki/authority.js';
+import { tempDirectory } from '../../support/run-directory.js';
 
 /** Every wait in these tests is bounded by this or less, so a broken broker fails fast, never hangs. */
 export const WAIT_MS = 4000;
@@ -116,7 +116,7 @@ export async function sharedAuthority(): Promise<{
   serverTls: IssuedCertificate;
 }> {
   if (!shared) {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-broker-'));
+    const dir = await tempDirectory('broker');
     const authority = await loadOrCreateAuthority(path.join(dir, 'pki'));
     shared = { dir, authority, serverTls: await authority.issueServerCertificate() };
   }
