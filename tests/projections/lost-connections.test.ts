@@ -38,12 +38,17 @@ describe('connections that lose their server', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
   let admin: pg.Client;
+  /** Stops what the test started, also when it failed half-way: else its runner would outlive the suite. */
+  let stop: (() => Promise<unknown>) | undefined;
   beforeEach(async () => {
     ({ db, store } = await openEventStore({ idlePollMs: 20 }));
     admin = new pg.Client({ connectionString: db.url, application_name: 'test-admin' });
     await admin.connect();
   });
-  afterEach(async () => {
+  afterEach(async function () {
+    this.timeout(60_000); // a batch may be inside its pg_sleep when the test fails
+    await stop?.();
+    stop = undefined;
     await admin.end();
     await closeEventStore({ db, store });
   });
@@ -91,6 +96,11 @@ describe('connections that lose their server', () => {
           .catch(() => appendFailures++);
       }
     })();
+    stop = () => {
+      appending = false;
+      controller.abort();
+      return Promise.allSettled([load, running]);
+    };
 
     const leaders: number[] = [];
     for (let round = 0; round < 5; round++) {
