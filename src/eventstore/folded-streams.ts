@@ -27,16 +27,12 @@ export async function foldStream<Event, State>(
   streamName: string,
   folding: Folding<Event, State>,
 ): Promise<FoldedStream<State>> {
-  const kept = keptFor(store, folding);
-  const start = (kept.get(streamName) as FoldedStream<State> | undefined) ?? {
-    state: folding.initialState(),
-    revision: -1n,
-  };
+  const start = keptFold(store, streamName, folding) ?? { state: folding.initialState(), revision: -1n };
   const recorded = await store.readStream(streamName, { fromRevision: start.revision + 1n });
   let state = start.state;
   for (const e of recorded) state = folding.evolve(state, { type: e.type, data: e.data } as Event);
   const current = { state, revision: recorded.at(-1)?.revision ?? start.revision };
-  keep(kept, streamName, current);
+  keepFold(store, streamName, folding, current);
   return current;
 }
 
