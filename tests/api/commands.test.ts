@@ -247,6 +247,23 @@ describe('control plane API: grants and commands', function () {
       expect(inBody.text).to.equal(first.text);
     });
 
+    it('a key accepted on one device answers 409 on another, whether that device would accept or refuse', async () => {
+      const first = await armed(['actuator.relay']);
+      const accepting = await armed(['actuator.relay']);
+      const refusing = await device();
+      expect((await post(first, relayOn, { key: 'cross-1' })).status).to.equal(201);
+      // The other device would accept: its append meets the existing claim.
+      const onAccepting = await post(accepting, relayOn, { key: 'cross-1' });
+      expect(onAccepting.status).to.equal(409);
+      expect(onAccepting.body).to.deep.equal({ error: 'conflict', reason: 'idempotency_key_reused' });
+      // The other device would refuse (no grant): the claim answers first, not the gate.
+      const onRefusing = await post(refusing, relayOn, { key: 'cross-1' });
+      expect(onRefusing.status).to.equal(409);
+      expect(onRefusing.body).to.deep.equal({ error: 'conflict', reason: 'idempotency_key_reused' });
+      // Unclaimed, the same refusal is the gate's.
+      expect(reasonsOf(await post(refusing, relayOn, { key: 'cross-2' }))).to.deep.equal(['grant_missing']);
+    });
+
     it('without a key every POST is a new command', async () => {
       const deviceId = await armed(['actuator.relay']);
       const a = (await post(deviceId, relayOn)).body as CommandBody;
