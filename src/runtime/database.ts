@@ -3,6 +3,7 @@ import type { Logger } from '../infra/logger.js';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
 import { migrate } from '../infra/postgres/migrate.js';
 import { createLockPool, createPool, type Pool } from '../infra/postgres/pool.js';
+import { createReadModelPool } from '../eventstore/postgres/read-model-writers.js';
 
 export interface Database {
   readonly url: string;
@@ -12,6 +13,8 @@ export interface Database {
    * lead. They live outside the query pool, so leaders can never starve queries of connections.
    */
   readonly locks: Pool;
+  /** Connections that write read models and never append events (src/eventstore/postgres/read-model-writers.ts). */
+  readonly readModels: Pool;
   readonly embedded: boolean;
   close(): Promise<void>;
 }
@@ -28,11 +31,12 @@ export async function openDatabase(
   const url = config.DATABASE_URL ?? embedded!.url;
   const pool = createPool(url, { max: options.poolSize ?? 20 });
   const locks = createLockPool(url);
+  const readModels = createReadModelPool(url);
   try {
     const report = await migrate(pool);
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
   } catch (error) {
-    await Promise.all([pool.end(), locks.end()]);
+    await Promise.all([pool.end(), locks.end(), readModels.end()]);
     await embedded?.stop();
     throw error;
   }
@@ -40,9 +44,10 @@ export async function openDatabase(
     url,
     pool,
     locks,
+    readModels,
     embedded: embedded !== undefined,
     async close() {
-      await Promise.all([pool.end(), locks.end()]);
+      await Promise.all([pool.end(), locks.end(), readModels.end()]);
       await embedded?.stop();
     },
   };

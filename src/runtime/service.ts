@@ -54,7 +54,7 @@ export async function startService(
   if (roles.includes('projector')) {
     for (const projector of allProjectors()) {
       tasks.push(
-        runProjector(database.pool, store, projector, {
+        runProjector(database.readModels, store, projector, {
           batchSize: config.PROJECTION_BATCH_SIZE,
           locks: database.locks,
           signal: background.signal,

@@ -4,9 +4,16 @@ import pg from 'pg';
 import { concerns, parseAppendNotice } from '../../src/eventstore/postgres/append-notice.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
+import { APPEND_EVENTS } from '../../src/eventstore/postgres/sql.js';
+import { READ_MODEL_WRITERS } from '../../src/eventstore/postgres/read-model-writers.js';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
+
+/** Appends a Ticked event numbered `n` to a stream of its own. */
+function tick(store: EventStore, n: number) {
+  return store.append(`clock-${randomUUID()}`, [{ id: randomUUID(), type: 'Ticked', data: { n } }], 'any');
+}
 
 /** Polls `probe` every 10 ms until it answers, for at most `ms`. */
 async function within<T>(ms: number, what: string, probe: () => T | undefined): Promise<T> {
@@ -76,11 +83,7 @@ describe('append notifications: which subscribers wake, and when', () => {
     it('delivers an event hidden behind an older open transaction as soon as that transaction ends', async function () {
       this.timeout(20_000);
       const followed = follow(store, ['Ticked'], controller.signal);
-      await store.append(
-        `clock-${randomUUID()}`,
-        [{ id: randomUUID(), type: 'Ticked', data: { n: 1 } }],
-        'any',
-      );
+      await tick(store, 1);
       await within(5_000, 'the first event, announced', () =>
         followed.seen.length === 1 ? true : undefined,
       );
@@ -91,11 +94,7 @@ describe('append notifications: which subscribers wake, and when', () => {
       try {
         await blocker.query('BEGIN');
         await blocker.query('SELECT pg_current_xact_id()');
-        await store.append(
-          `clock-${randomUUID()}`,
-          [{ id: randomUUID(), type: 'Ticked', data: { n: 2 } }],
-          'any',
-        );
+        await tick(store, 2);
         // The fault: the second event is committed and announced, yet no reader may see it yet.
         const page = await store.readAll({ maxCount: 10 });
         expect(page.events.map((e) => (e.data as { n: number }).n)).to.deep.equal([1]);
@@ -126,11 +125,7 @@ describe('append notifications: which subscribers wake, and when', () => {
         // The fault: a transaction holding an id, open across the append, in another database.
         await elsewhere.query('BEGIN');
         await elsewhere.query('SELECT pg_current_xact_id()');
-        await store.append(
-          `clock-${randomUUID()}`,
-          [{ id: randomUUID(), type: 'Ticked', data: { n: 1 } }],
-          'any',
-        );
+        await tick(store, 1);
         expect(
           (await store.readAll({ maxCount: 10 })).events,
           'another database does not hide it',
@@ -138,11 +133,7 @@ describe('append notifications: which subscribers wake, and when', () => {
         // The same in this database: it might still append events below the new one, so they wait.
         await here.query('BEGIN');
         await here.query('SELECT pg_current_xact_id()');
-        await store.append(
-          `clock-${randomUUID()}`,
-          [{ id: randomUUID(), type: 'Ticked', data: { n: 2 } }],
-          'any',
-        );
+        await tick(store, 2);
         expect((await store.readAll({ maxCount: 10 })).events, 'this database hides it').to.have.length(1);
         await here.query('COMMIT');
         expect((await store.readAll({ maxCount: 10 })).events).to.have.length(2);
@@ -150,6 +141,49 @@ describe('append notifications: which subscribers wake, and when', () => {
       } finally {
         for (const blocker of blockers) await blocker.end().catch(() => undefined);
         await other.drop();
+      }
+    });
+
+    it('never waits for a read-model writer, which may not append events', async () => {
+      const writer = new pg.Client({ connectionString: db.url, application_name: READ_MODEL_WRITERS });
+      const appender = new pg.Client({ connectionString: db.url });
+      try {
+        await writer.connect();
+        await appender.connect();
+        // The fault: a read-model batch holding a transaction id, open across the append.
+        await writer.query('BEGIN');
+        await writer.query('SELECT pg_current_xact_id()');
+        await tick(store, 1);
+        expect(
+          (await store.readAll({ maxCount: 10 })).events,
+          'a read-model writer does not hide it',
+        ).to.have.length(1);
+        // Its transaction could not have added events below the one just read: the store refuses them.
+        const refused = await writer
+          .query(APPEND_EVENTS, [
+            `clock-${randomUUID()}`,
+            '-2', // any revision
+            [randomUUID()],
+            ['Ticked'],
+            [JSON.stringify({ n: 0 })],
+            [JSON.stringify({})],
+          ])
+          .then(
+            () => undefined,
+            (error: { code?: string }) => error.code,
+          );
+        expect(refused).to.equal('DC003');
+        await writer.query('ROLLBACK');
+        // Any other connection of this database still holds readers back while it might append.
+        await appender.query('BEGIN');
+        await appender.query('SELECT pg_current_xact_id()');
+        await tick(store, 2);
+        expect((await store.readAll({ maxCount: 10 })).events).to.have.length(1);
+        await appender.query('COMMIT');
+        expect((await store.readAll({ maxCount: 10 })).events).to.have.length(2);
+      } finally {
+        await writer.end().catch(() => undefined);
+        await appender.end().catch(() => undefined);
       }
     });
 

@@ -95,7 +95,7 @@ async function projectionsRebuild(out: Output, name: string | undefined): Promis
         }
       };
       bar?.start(0, 0, { rate: 0, etaText: '?' });
-      const result = await rebuildProjector(database.pool, store, projector, {
+      const result = await rebuildProjector(database.readModels, store, projector, {
         batchSize: config.PROJECTION_BATCH_SIZE,
         onProgress,
       });
