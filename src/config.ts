@@ -64,6 +64,9 @@ const schema = z.object({
     .pipe(z.array(z.enum(roles)).min(1)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PROJECTION_BATCH_SIZE: positiveInt.max(50_000).default(2000),
+  // `devcloud serve` with the projector role and others: `process` runs the projectors in a child process of
+  // their own (its own event loop and core), `inline` in the serving process (docs/performance.md).
+  PROJECTOR_PROCESS: z.enum(['process', 'inline']).default('process'),
   PROJECTION_IDLE_POLL_MS: positiveInt.default(500),
   // /health says degraded when a projector's oldest unprojected event is older than this (docs/projections.md).
   PROJECTION_LAG_DEGRADED_SECONDS: positiveInt.max(86_400).default(30),

@@ -15,6 +15,7 @@ import { runProjector } from '../projections/runner.js';
 import { scheduledJobs } from '../scheduler/jobs.js';
 import { runScheduler } from '../scheduler/scheduler.js';
 import { openDatabase, type Database } from './database.js';
+import { ProjectorProcess } from './projector-process.js';
 import { allProjectors } from './projectors.js';
 
 export interface RunningService {
@@ -28,6 +29,17 @@ export interface RunningService {
   stop(): Promise<void>;
 }
 
+export interface ServiceOptions {
+  readonly now?: () => number;
+  /**
+   * Run the projector role in a supervised child process started from this CLI script instead of in this
+   * process (src/runtime/projector-process.ts); `devcloud serve` asks for it unless PROJECTOR_PROCESS=inline.
+   */
+  readonly projectorProcessEntry?: string;
+  /** Told of each committed projector batch (a projector child reports them to its parent this way). */
+  readonly onProjectedBatch?: (projector: string, events: number) => void;
+}
+
 /**
  * Starts the roles asked for in one process. Stopping goes in reverse: stop accepting (HTTP, MQTT), let
  * in-flight work drain, let projectors commit their batch and checkpoint, then close the stores.
@@ -36,7 +48,7 @@ export async function startService(
   config: Config,
   logger: Logger,
   roles: readonly Role[] = config.ROLES,
-  options: { now?: () => number } = {},
+  options: ServiceOptions = {},
 ): Promise<RunningService> {
   const database = await openDatabase(config, logger);
   const store = await openEventStore({
@@ -51,7 +63,22 @@ export async function startService(
   const tasks: Promise<unknown>[] = [];
   let server: Server | undefined;
 
-  if (roles.includes('projector')) {
+  const projectedBatch = (name: string, events: number) => {
+    metrics.projectionBatches.inc({ projector: name });
+    metrics.projectedEvents.inc({ projector: name }, events);
+    options.onProjectedBatch?.(name, events);
+  };
+  let projectorProcess: ProjectorProcess | undefined;
+  if (roles.includes('projector') && options.projectorProcessEntry) {
+    projectorProcess = new ProjectorProcess({
+      entry: options.projectorProcessEntry,
+      databaseUrl: database.url,
+      logger,
+      stopGraceMs: config.SHUTDOWN_GRACE_MS,
+      onBatch: projectedBatch,
+    });
+    projectorProcess.start();
+  } else if (roles.includes('projector')) {
     for (const projector of allProjectors()) {
       tasks.push(
         runProjector(database.readModels, store, projector, {
@@ -59,10 +86,7 @@ export async function startService(
           locks: database.locks,
           signal: background.signal,
           logger,
-          onBatch: (name, events) => {
-            metrics.projectionBatches.inc({ projector: name });
-            metrics.projectedEvents.inc({ projector: name }, events);
-          },
+          onBatch: projectedBatch,
         }),
       );
     }
@@ -106,6 +130,7 @@ export async function startService(
       roles,
       httpPort,
       mqttPort: ingress?.mqttPort,
+      projectorProcess: projectorProcess?.pid,
       eventStore: store.kind,
       embeddedDatabase: database.embedded,
     },
@@ -136,7 +161,7 @@ export async function startService(
         // The broker closes before the store: its in-flight uplinks still append.
         await ingress?.close();
         background.abort();
-        await Promise.allSettled(tasks);
+        await Promise.allSettled([...tasks, projectorProcess?.stop()]);
         await store.close();
         await database.close();
         logger.info('stopped');

@@ -24,10 +24,19 @@ async function serve(options: { roles?: string }): Promise<void> {
   const config = loadConfig();
   const roles = options.roles ? parseRoles(options.roles) : config.ROLES;
   const logger = createLogger(config.LOG_LEVEL);
-  const service = await startService(config, logger, roles);
+  const apart = config.PROJECTOR_PROCESS === 'process' && roles.includes('projector') && roles.length > 1;
+  const service = await startService(config, logger, roles, {
+    projectorProcessEntry: apart ? process.argv[1] : undefined,
+    // A projector child (src/runtime/projector-process.ts) reports its batches for its parent's /metrics.
+    onProjectedBatch: process.send
+      ? (projector, events) => {
+          if (process.connected) process.send?.({ kind: 'projected', projector, events });
+        }
+      : undefined,
+  });
   await new Promise<void>((resolve) => {
-    const shutdown = (signal: NodeJS.Signals) => {
-      logger.info({ signal }, 'shutdown requested');
+    const shutdown = (reason: string) => {
+      logger.info({ reason }, 'shutdown requested');
       service.stop().then(resolve, (error: unknown) => {
         logger.error({ err: error }, 'unclean shutdown');
         process.exitCode = 1;
@@ -36,7 +45,11 @@ async function serve(options: { roles?: string }): Promise<void> {
     };
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
+    // Started by a parent service (its projector process): when the parent is gone, so is the reason to run.
+    if (process.connected) process.once('disconnect', () => shutdown('parent process gone'));
   });
+  // An open IPC channel would keep this process alive until its parent gave up waiting and killed it.
+  if (process.connected) process.disconnect();
 }
 
 function parseRoles(list: string): Role[] {
