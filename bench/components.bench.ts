@@ -1,3 +1,4 @@
+import { loadConfig } from '../src/config.js';
 import { randomUUID } from 'node:crypto';
 import { readingsStreamName } from '../src/domain/readings/index.js';
 import type { BatchEntry } from '../src/eventstore/port.js';
@@ -28,7 +29,8 @@ const MESSAGES = Number(process.env.BENCH_COMPONENT_MESSAGES ?? 200_000);
 const DEVICES = 1000;
 const READINGS_BATCH = 200;
 const WRITERS = 4;
-const BATCH_SIZE = Number(process.env.PROJECTION_BATCH_SIZE ?? 2000);
+// The service's own batch size (PROJECTION_BATCH_SIZE, or its default): the replay figures are then its speed.
+const BATCH_SIZE = loadConfig().PROJECTION_BATCH_SIZE;
 const REBUILD_DEVICES = Number(process.env.BENCH_REBUILD_DEVICES ?? 100_000);
 const WORKER_APPLICATION = 'devcloud-bench-component';
 const SITE = 'site_bench';

@@ -63,7 +63,9 @@ const schema = z.object({
     )
     .pipe(z.array(z.enum(roles)).min(1)),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  PROJECTION_BATCH_SIZE: positiveInt.max(50_000).default(2000),
+  // Events per projection transaction at most: a projector behind the store takes this many at once, and a
+  // larger batch costs less per event (telemetry bucket upserts are per batch, not per reading).
+  PROJECTION_BATCH_SIZE: positiveInt.max(50_000).default(10_000),
   // `devcloud serve` with the projector role and others: `process` runs the projectors in a child process of
   // their own (its own event loop and core), `inline` in the serving process (docs/performance.md).
   PROJECTOR_PROCESS: z.enum(['process', 'inline']).default('process'),
