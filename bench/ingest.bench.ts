@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -244,6 +245,15 @@ interface ServiceProcess {
   stop(): Promise<void>;
 }
 
+/** The Node flags `npm start` gives the service (package.json), so the bench measures what users run. */
+function startNodeFlags(): string[] {
+  const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    scripts: { start: string };
+  };
+  const words = manifest.scripts.start.split(/\s+/);
+  return words.slice(1, words.indexOf('bin/devcloud.js'));
+}
+
 /** `devcloud serve` as a user runs it, on free ports, logging warnings to this process's stderr. */
 async function startServiceProcess(options: {
   databaseUrl: string;
@@ -254,7 +264,7 @@ async function startServiceProcess(options: {
   const cli = new URL('../bin/devcloud.js', import.meta.url).pathname;
   const child: ChildProcess = spawn(
     process.execPath,
-    [cli, 'serve', '--roles', process.env.BENCH_ROLES ?? 'api,ingress,projector'],
+    [...startNodeFlags(), cli, 'serve', '--roles', process.env.BENCH_ROLES ?? 'api,ingress,projector'],
     {
       env: {
         ...process.env,
