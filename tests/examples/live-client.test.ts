@@ -1,12 +1,11 @@
 import { expect } from 'chai';
 import { LiveClient, type LiveFrame } from '../../examples/live-client/client.js';
+import { DAY_MS } from '../../src/domain/time.js';
 import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
 import { recordReadings } from '../support/readings.js';
 import { deviceOf, siteOf } from '../support/registry.js';
 import { createTenant, type Tenant } from '../support/tenants.js';
-
-const DAY_MS = 86_400_000;
 
 /** The reference client of examples/live-client, run against the real server. */
 describe('examples/live-client against the real server', function () {

@@ -3,14 +3,13 @@ import { createApiApp, createLiveHub } from '../../src/api/app.js';
 import { createHttpServer, listen } from '../../src/api/server.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics } from '../../src/infra/metrics.js';
+import { DAY_MS } from '../../src/domain/time.js';
 import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
 import { openLive, type Frame, type OpenLive } from '../support/live.js';
 import { recordReadings } from '../support/readings.js';
 import { deviceOf, siteOf } from '../support/registry.js';
 import { createTenant, type Tenant } from '../support/tenants.js';
-
-const DAY_MS = 86_400_000;
 
 describe('GET /v1/live: resume, replay_gap, several processes', function () {
   this.timeout(60_000);

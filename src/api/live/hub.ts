@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { eventTypes } from '../../domain/events/index.js';
+import { DAY_MS } from '../../domain/time.js';
 import type { EventStore } from '../../eventstore/port.js';
 import type { Logger } from '../../infra/logger.js';
 import { LiveDirectory } from './directory.js';
@@ -14,7 +15,6 @@ import {
 import { LIVE_TYPES, framesOf, sourceEventTypes, type LiveFrame } from './frames.js';
 import type { LiveStream } from './stream.js';
 
-const DAY_MS = 86_400_000;
 const READING_TYPES = eventTypes((d) => d.retention === 'readings');
 const CATCH_UP_PAGE = 500;
 

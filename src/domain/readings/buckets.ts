@@ -1,3 +1,4 @@
+import { HOUR_MS, MINUTE_MS } from '../time.js';
 import { DAY_MS, startOfLocalDay } from './local-day.js';
 
 /**
@@ -11,9 +12,6 @@ export type BucketResolution = Exclude<Resolution, 'raw'>;
 /** The resolutions kept as tables; 5m is rolled up from 1m when asked for. */
 export const STORED_RESOLUTIONS = ['1m', '1h', '1d'] as const;
 export type StoredResolution = (typeof STORED_RESOLUTIONS)[number];
-
-const MINUTE_MS = 60_000;
-const HOUR_MS = 60 * MINUTE_MS;
 
 export const UTC_BUCKET_MS: Readonly<Record<Exclude<BucketResolution, '1d'>, number>> = {
   '1m': MINUTE_MS,

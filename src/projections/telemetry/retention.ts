@@ -1,3 +1,4 @@
+import { DAY_MS } from '../../domain/time.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { BUCKET_TABLES, deleteExpired } from './sql.js';
 
@@ -8,8 +9,6 @@ export interface TelemetryRetention {
   readonly hourDays: number;
   readonly dayDays: number;
 }
-
-const DAY_MS = 86_400_000;
 
 const TARGETS = [
   { table: 'telemetry_raw', column: 'filed_at', days: (r: TelemetryRetention) => r.rawDays },
