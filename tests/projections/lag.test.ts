@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { createApiApp } from '../../src/api/app.js';
 import { createHttpServer, listen } from '../../src/api/server.js';
 import { loadConfig } from '../../src/config.js';
-import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics } from '../../src/infra/metrics.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
@@ -12,7 +12,8 @@ import { installProjector } from '../../src/projections/checkpoints.js';
 import { measureLag } from '../../src/projections/lag.js';
 import { ProjectionLagMonitor } from '../../src/projections/lag-monitor.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import type { TestDatabase } from '../support/database.js';
+import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 const logger = createLogger('silent');
 const SCRAPER = 'metrics-scraper-token-for-lag-tests-0123456789';
@@ -22,14 +23,10 @@ describe('projection lag: measured from the store, on /health and /metrics', () 
   let store: PostgresEventStore;
   const tally = tallyProjector(['Ticked']);
   beforeEach(async () => {
-    db = await freshDatabase();
-    store = new PostgresEventStore(db.pool, { connectionString: db.url });
+    ({ db, store } = await openEventStore());
     await installProjector(db.pool, tally);
   });
-  afterEach(async () => {
-    await store.close();
-    await db.drop();
-  });
+  afterEach(() => closeEventStore({ db, store }));
 
   async function tick(count: number): Promise<void> {
     for (let i = 0; i < count; i++) {
