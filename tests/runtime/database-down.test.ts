@@ -67,6 +67,16 @@ describe('database down, end to end (a real PostgreSQL stopped mid-traffic)', fu
       timezone: 'Europe/Berlin',
       adoptFleet: true,
       sim: { devices: DEVICES, rate: 4, seed: SEED, dropRate: 0, backoff: { initialMs: 100, maxMs: 500 } },
+      // Every route's scope, so each answer is about the database and not about the token.
+      scopes: [
+        'devices:read',
+        'devices:write',
+        'telemetry:read',
+        'telemetry:live',
+        'commands:read',
+        'commands:write',
+        'grants:admin',
+      ],
     });
     sim = agent.sim;
     const acked: AckedMessage[] = [];
@@ -93,6 +103,18 @@ describe('database down, end to end (a real PostgreSQL stopped mid-traffic)', fu
       ['POST', '/v1/bindings', { deviceId, resourceType: 'room', resourceId: 'r1' }],
       ['POST', '/v1/pairing/sessions', { hubId: agent.hubId }],
       ['GET', '/v1/pairing/sessions/ps_missing'],
+      ['POST', '/v1/pairing/sessions/ps_missing/adopt', { ieeeAddr: '0x00124b0000000001' }],
+      ['POST', '/v1/pairing/sessions/ps_missing/reject', { ieeeAddr: '0x00124b0000000001' }],
+      ['DELETE', '/v1/pairing/sessions/ps_missing'],
+      ['GET', `/v1/devices/${deviceId}/capability-grants`],
+      ['PUT', `/v1/devices/${deviceId}/capability-grants`, { capabilityKey: 'actuator.relay', write: true }],
+      [
+        'POST',
+        `/v1/devices/${deviceId}/commands`,
+        { capabilityKey: 'actuator.relay', value: true, mode: 'imperative', ttlSeconds: 60 },
+      ],
+      ['GET', `/v1/devices/${deviceId}/commands`],
+      ['GET', '/v1/commands/cmd_missing'],
     ];
     for (const [method, route, body] of routes) {
       unavailable(await call(edge, method, route, { token, body }), `${method} ${route}`);
