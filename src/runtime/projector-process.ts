@@ -57,8 +57,12 @@ export class ProjectorProcess {
     const startedAt = Date.now();
     const child = fork(this.options.entry, ['serve', '--roles', 'projector'], {
       env: { ...process.env, DATABASE_URL: this.options.databaseUrl, ROLES: 'projector' },
-      stdio: 'inherit',
+      // Its logs pass through this process rather than inheriting our stdout and stderr: a child orphaned by
+      // a SIGKILL must not hold our caller's pipes open while it winds down.
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
+    child.stdout!.pipe(process.stdout, { end: false });
+    child.stderr!.pipe(process.stderr, { end: false });
     this.#child = child;
     child.on('message', (message: ProjectedBatchMessage) => {
       if (message?.kind === 'projected') this.options.onBatch?.(message.projector, message.events);

@@ -46,7 +46,14 @@ async function serve(options: { roles?: string }): Promise<void> {
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
     // Started by a parent service (its projector process): when the parent is gone, so is the reason to run.
-    if (process.connected) process.once('disconnect', () => shutdown('parent process gone'));
+    // Its output went through the parent, so from then on log lines have nowhere to go: drop them (EPIPE)
+    // rather than let the write error end the process before its batch has committed.
+    if (process.connected) {
+      process.once('disconnect', () => {
+        for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+        shutdown('parent process gone');
+      });
+    }
   });
   // An open IPC channel would keep this process alive until its parent gave up waiting and killed it.
   if (process.connected) process.disconnect();
