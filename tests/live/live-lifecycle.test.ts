@@ -93,7 +93,8 @@ describe('GET /v1/live: heartbeat, stream_error, command_update, server timeouts
       expect(s.body).to.deep.include({ error: 'invalid_query', parameter: 'heartbeat' });
     });
 
-    it('cuts a client that stops reading with stream_error too_slow; it resumes by id without a gap', async () => {
+    it('cuts a client that stops reading with stream_error too_slow; it resumes by id without a gap', async function () {
+      this.timeout(180_000);
       const token = await tenant.token();
       const path = '/v1/live?types=telemetry';
       const { port } = new URL(api.baseUrl);
@@ -139,7 +140,9 @@ describe('GET /v1/live: heartbeat, stream_error, command_update, server timeouts
       });
       open.push(resumed);
       const rest = sent - ids.length;
-      await resumed.waitFor('the rest', () => resumed.frames().length >= rest, 30_000);
+      // On a loaded machine the hub reaches the cut late and `rest` runs to tens of thousands of frames:
+      // the bound is for a stalled resume, not a slow one.
+      await resumed.waitFor(`the rest (${rest} frames)`, () => resumed.frames().length >= rest, 75_000);
       const resumedIds = resumed.frames().map((f) => f.id!);
       expect(resumedIds.length).to.equal(rest);
       expect(resumed.frames('telemetry').length, 'no replay_gap, no stream_error').to.equal(rest);
