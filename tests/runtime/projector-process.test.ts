@@ -137,6 +137,16 @@ describe('npm start runs the projectors in a supervised process of their own', f
     );
   });
 
+  it('a child whose parent is killed while it is still starting stops too', async () => {
+    // The fault: the parent dies the moment its child exists, before the child has finished starting.
+    const [child] = await within(20_000, 'a projector child', () => {
+      const found = childrenOf(server!.pid!, 'serve --roles projector');
+      return found.length === 1 ? found : undefined;
+    });
+    server!.kill('SIGKILL');
+    await within(30_000, 'the orphaned child stopping by itself', () => (alive(child!) ? undefined : true));
+  });
+
   it('stops as one on SIGTERM: the child first, then the parent', async () => {
     const child = await projectingChild('first');
     const exited = new Promise<number | null>((resolve) => server!.once('exit', (code) => resolve(code)));

@@ -25,6 +25,9 @@ async function serve(options: { roles?: string }): Promise<void> {
   const roles = options.roles ? parseRoles(options.roles) : config.ROLES;
   const logger = createLogger(config.LOG_LEVEL);
   const apart = config.PROJECTOR_PROCESS === 'process' && roles.includes('projector') && roles.length > 1;
+  // Started by a parent service (its projector process): when the parent is gone, so is the reason to run.
+  // Watched from the first moment: a parent killed while this process was still starting must stop it too.
+  const parentGone = process.send ? watchParent() : undefined;
   const service = await startService(config, logger, roles, {
     projectorProcessEntry: apart ? process.argv[1] : undefined,
     // A projector child (src/runtime/projector-process.ts) reports its batches for its parent's /metrics.
@@ -45,18 +48,26 @@ async function serve(options: { roles?: string }): Promise<void> {
     };
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
-    // Started by a parent service (its projector process): when the parent is gone, so is the reason to run.
-    // Its output went through the parent, so from then on log lines have nowhere to go: drop them (EPIPE)
-    // rather than let the write error end the process before its batch has committed.
-    if (process.connected) {
-      process.once('disconnect', () => {
-        for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
-        shutdown('parent process gone');
-      });
-    }
+    void parentGone?.then(() => shutdown('parent process gone'));
   });
   // An open IPC channel would keep this process alive until its parent gave up waiting and killed it.
   if (process.connected) process.disconnect();
+}
+
+/**
+ * Resolves once the parent's IPC channel has closed (at once if it already has). The output went through the
+ * parent, so from then on log lines have nowhere to go: they are dropped (EPIPE) rather than let a write
+ * error end the process before its batch has committed.
+ */
+function watchParent(): Promise<void> {
+  return new Promise((resolve) => {
+    const gone = () => {
+      for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+      resolve();
+    };
+    if (process.connected) process.once('disconnect', gone);
+    else gone();
+  });
 }
 
 function parseRoles(list: string): Role[] {
