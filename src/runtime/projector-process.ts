@@ -36,20 +36,16 @@ export class ProjectorProcess {
   #child: ChildProcess | undefined;
   #stopping = false;
   #restartTimer: NodeJS.Timeout | undefined;
+  readonly #firstDelayMs: number;
   #delayMs: number;
-  #restarts = 0;
 
   constructor(private readonly options: ProjectorProcessOptions) {
-    this.#delayMs = options.restartDelayMs ?? 1000;
+    this.#firstDelayMs = options.restartDelayMs ?? 1000;
+    this.#delayMs = this.#firstDelayMs;
   }
 
   get pid(): number | undefined {
     return this.#child?.pid;
-  }
-
-  /** Times the child was restarted after dying. */
-  get restarts(): number {
-    return this.#restarts;
   }
 
   start(): void {
@@ -71,15 +67,12 @@ export class ProjectorProcess {
     child.once('exit', (code, signal) => {
       if (this.#child === child) this.#child = undefined;
       if (this.#stopping) return;
-      if (Date.now() - startedAt > STABLE_AFTER_MS) this.#delayMs = this.options.restartDelayMs ?? 1000;
+      if (Date.now() - startedAt > STABLE_AFTER_MS) this.#delayMs = this.#firstDelayMs;
       logger.error(
         { code, signal, restartInMs: this.#delayMs },
         'projector process exited: restarting it (projections wait meanwhile; /health shows their lag)',
       );
-      this.#restartTimer = setTimeout(() => {
-        this.#restarts++;
-        this.start();
-      }, this.#delayMs);
+      this.#restartTimer = setTimeout(() => this.start(), this.#delayMs);
       this.#delayMs = Math.min(this.#delayMs * 2, MAX_RESTART_DELAY_MS);
     });
     logger.info({ pid: child.pid }, 'projector process started');

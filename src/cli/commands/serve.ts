@@ -1,5 +1,6 @@
 import { loadConfig, type Role } from '../../config.js';
 import { createLogger } from '../../infra/logger.js';
+import type { ProjectedBatchMessage } from '../../runtime/projector-process.js';
 import { startService } from '../../runtime/service.js';
 import { defineCommand } from '../command.js';
 import { CliError } from '../output.js';
@@ -27,13 +28,15 @@ async function serve(options: { roles?: string }): Promise<void> {
   const apart = config.PROJECTOR_PROCESS === 'process' && roles.includes('projector') && roles.length > 1;
   // Started by a parent service (its projector process): when the parent is gone, so is the reason to run.
   // Watched from the first moment: a parent killed while this process was still starting must stop it too.
-  const parentGone = process.send ? watchParent() : undefined;
+  const isChild = process.send !== undefined;
+  const parentGone = isChild ? watchParent() : undefined;
   const service = await startService(config, logger, roles, {
     projectorProcessEntry: apart ? process.argv[1] : undefined,
     // A projector child (src/runtime/projector-process.ts) reports its batches for its parent's /metrics.
-    onProjectedBatch: process.send
+    onProjectedBatch: isChild
       ? (projector, events) => {
-          if (process.connected) process.send?.({ kind: 'projected', projector, events });
+          const message: ProjectedBatchMessage = { kind: 'projected', projector, events };
+          if (process.connected) process.send?.(message);
         }
       : undefined,
   });

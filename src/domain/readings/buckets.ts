@@ -1,5 +1,5 @@
-import { HOUR_MS, MINUTE_MS } from '../time.js';
-import { DAY_MS, startOfLocalDay } from './local-day.js';
+import { DAY_MS, HOUR_MS, MINUTE_MS } from '../time.js';
+import { startOfLocalDay } from './local-day.js';
 
 /**
  * Telemetry resolutions and where their buckets start. 1m, 5m and 1h buckets are aligned to UTC (in a
