@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { Conflict, DomainError, InvalidInput, NotFound, Refusal } from '../domain/errors.js';
 import { EventStoreUnavailableError, StreamContendedError } from '../eventstore/port.js';
-import { isConnectionError, isDataError } from '../infra/postgres/errors.js';
+import { isBusyError, isConnectionError, isDataError } from '../infra/postgres/errors.js';
 
 /**
  * Failures that only exist at the HTTP edge. Domain failures are the classes of src/domain/errors.ts;
@@ -43,6 +43,10 @@ export function toHttp(error: unknown): HttpAnswer {
     return { status: 503, body: { error: 'contention' }, headers: { 'Retry-After': '1' } };
   }
   if (error instanceof EventStoreUnavailableError || isConnectionError(error)) return unavailable();
+  // The database is up but turned this attempt away (out of connections, a deadlock): soon, not in 5 s.
+  if (isBusyError(error)) {
+    return { status: 503, body: { error: 'temporarily_unavailable' }, headers: { 'Retry-After': '1' } };
+  }
   // The values themselves were refused (a NUL the input checks missed, an out-of-range value): the caller's.
   if (isDataError(error)) {
     return { status: 422, body: { error: 'invalid_request', reason: 'invalid_value' }, headers: {} };

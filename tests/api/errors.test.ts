@@ -234,6 +234,15 @@ describe('error model: server faults', () => {
       }
     });
 
+    it('a busy database (out of connections, a deadlock, a cancelled statement) is 503 with Retry-After: 1', () => {
+      for (const code of ['53300', '53200', '55P03', '57014', '40001', '40P01']) {
+        const answer = toHttp(pgError(code));
+        expect(answer.status, code).to.equal(503);
+        expect(answer.body).to.deep.equal({ error: 'temporarily_unavailable' });
+        expect(answer.headers['Retry-After']).to.equal('1');
+      }
+    });
+
     it('other database errors stay 500', () => {
       expect(toHttp(pgError('42P01')).status).to.equal(500);
     });

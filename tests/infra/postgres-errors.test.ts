@@ -1,7 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import pg from 'pg';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
-import { isConnectionError, isDataError } from '../../src/infra/postgres/errors.js';
+import { isBusyError, isConnectionError, isDataError } from '../../src/infra/postgres/errors.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 
@@ -31,6 +32,29 @@ describe('PostgreSQL error classes', () => {
       expect(isConnectionError(error)).to.equal(false);
     });
   }
+
+  it("the real server's 'too many connections' (53300) is a busy error, not a fault", async () => {
+    // A role allowed no connections at all: the server itself refuses, as when max_connections is reached.
+    const role = `dc_busy_${randomBytes(4).toString('hex')}`;
+    const password = randomBytes(18).toString('base64url');
+    await db.pool.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0 PASSWORD '${password}'`);
+    try {
+      const url = new URL(db.url);
+      url.username = role;
+      url.password = password;
+      const client = new pg.Client({ connectionString: url.toString() });
+      const error = await client.connect().then(
+        () => client.end(),
+        (e: unknown) => e,
+      );
+      expect(error, 'the server refused the connection').to.be.instanceOf(Error);
+      expect((error as { code?: string }).code).to.equal('53300');
+      expect(isBusyError(error)).to.equal(true);
+      expect(isConnectionError(error)).to.equal(false);
+    } finally {
+      await db.pool.query(`DROP ROLE ${role}`);
+    }
+  });
 
   it('classifies connection failures', () => {
     for (const code of ['08006', '08001', '57P01', '57P03', 'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT']) {

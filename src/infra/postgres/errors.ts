@@ -30,6 +30,15 @@ const CONNECTION_MESSAGES = [
   /Cannot use a pool after calling end/i,
 ];
 
+// The server is up but cannot take this now: class 53 (too many connections, out of memory or disk), a lock
+// it would not wait for, a cancelled statement, a serialization failure or deadlock between transactions.
+const BUSY_CODE = /^(53[0-9A-Z]{3}|55P03|57014|40001|40P01)$/;
+
+/** The database answered but refused this attempt for a passing reason: the same request may work in a moment. */
+export function isBusyError(error: unknown): boolean {
+  return BUSY_CODE.test(codeOf(error) ?? '');
+}
+
 /**
  * The database cannot be reached now (class 08: connection exception; 57P01-57P05: shutting down, crash
  * recovery, cannot connect now; a refused or reset socket; a pool connect timeout): try again later.
