@@ -5,7 +5,7 @@ import { devcloud, type Run } from '../support/devcloud.js';
 function json(run: Run): Record<string, unknown> {
   expect(run.code, run.stderr).to.equal(0);
   const lines = run.stdout.trim().split('\n');
-  expect(lines).to.have.length(1);
+  expect(lines, run.stdout).to.have.length(1);
   return JSON.parse(lines[0]!) as Record<string, unknown>;
 }
 

@@ -67,6 +67,13 @@ describe('command delivery over the real broker (mTLS) and the simulator', funct
       (await c.status(plug, commandId)) === status ? true : undefined,
     );
   const types = async (commandId: string) => (await c.commandEvents(plug, commandId)).map((e) => e.type);
+  /** The simulator received the command; a timeout says what the store recorded for it, to tell why. */
+  const receivedBySim = (commandId: string) =>
+    simEvent<ApplyCommand>(sim, 'command', (m) => m.commandId === commandId).catch(async (error: Error) => {
+      const recorded = await types(commandId).catch((e: unknown) => [`(unreadable: ${String(e)})`]);
+      const got = received.map((m) => m.commandId).join(', ') || 'nothing';
+      throw new Error(`${error.message} ${commandId}; recorded: ${recorded.join(', ')}; it received: ${got}`);
+    });
 
   before(async () => {
     edge = await startEdgeService({ now: () => Date.now() + skewMs });
@@ -157,11 +164,11 @@ describe('command delivery over the real broker (mTLS) and the simulator', funct
   it('a superseded and a cancelled (grant revoked) command are told to the agent, which drops them unapplied', async () => {
     sim.commandBehaviour = { applyDelayMs: 60_000 };
     const first = await c.command(plug, { capability: 'binary.switch', value: true, mode: 'desired' });
-    await simEvent(sim, 'command', (m) => m.commandId === first);
+    await receivedBySim(first);
     const droppedFirst = simEvent(sim, 'dropped', (m) => m.commandId === first);
     const second = await c.command(plug, { capability: 'binary.switch', value: false, mode: 'desired' });
     expect(await droppedFirst).to.include({ action: 'cancel', outcome: 'superseded' });
-    await simEvent(sim, 'command', (m) => m.commandId === second);
+    await receivedBySim(second);
 
     const droppedSecond = simEvent(sim, 'dropped', (m) => m.commandId === second);
     await c.grant(plug, 'binary.switch', false);
@@ -178,9 +185,9 @@ describe('command delivery over the real broker (mTLS) and the simulator', funct
       value: true,
       mode: 'imperative',
     });
-    await simEvent(sim, 'command', (m) => m.commandId === imperative);
+    await receivedBySim(imperative);
     const desired = await c.command(plug, { capability: 'binary.switch', value: true, mode: 'desired' });
-    await simEvent<ApplyCommand>(sim, 'command', (m) => m.commandId === desired);
+    await receivedBySim(desired);
     await sim.stop(5000);
 
     const whileAway = await c.command(plug, {

@@ -6,13 +6,13 @@ import type { LiveHub } from '../../src/api/live/hub.js';
 import { createHttpServer, listen } from '../../src/api/server.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
-import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics } from '../../src/infra/metrics.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { committedHead, type TestDatabase } from './database.js';
 import { closeEventStore, openEventStore } from './event-store.js';
+import { serviceLogger } from './service-log.js';
 
 /**
  * The real API on an ephemeral port over a fresh database, with the real projectors running in the
@@ -45,7 +45,7 @@ export async function startTestApi(
     RATE_LIMIT_BURST: '100000',
     ...env,
   });
-  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const logger = serviceLogger();
   const metrics = createMetrics();
   const background = new AbortController();
   const projectors = allProjectors();

@@ -4,7 +4,6 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
-import { createLogger } from '../../src/infra/logger.js';
 import { freePort } from '../../src/infra/ports.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
@@ -12,6 +11,7 @@ import { startService, type RunningService } from '../../src/runtime/service.js'
 import type { TestApi } from './api-harness.js';
 import { tempDirectory } from './run-directory.js';
 import { committedHead, freshDatabase, type TestDatabase } from './database.js';
+import { serviceLogger } from './service-log.js';
 
 const run = promisify(execFile);
 const CLI = path.resolve('bin/devcloud.js');
@@ -59,12 +59,7 @@ export async function startEdgeService(
     RATE_LIMIT_BURST: '100000',
     ...options.settings,
   });
-  const service = await startService(
-    config,
-    createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
-    options.roles,
-    { now: options.now },
-  );
+  const service = await startService(config, serviceLogger(), options.roles, { now: options.now });
   const store = service.store as PostgresEventStore;
   return {
     baseUrl: `http://127.0.0.1:${service.httpPort}`,

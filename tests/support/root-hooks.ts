@@ -1,7 +1,17 @@
 import { releaseTestServer } from './database.js';
 import { creationStacks, lingeringResources, recordCreationStacks } from './open-handles.js';
+import { takeServiceErrors } from './service-log.js';
 
 if (process.env.TEST_HANDLE_STACKS === '1') recordCreationStacks();
+
+// A failure under load is often explained only by what the server logged at that moment.
+afterEach(function () {
+  const errors = takeServiceErrors();
+  if (this.currentTest?.state !== 'failed' || errors.length === 0) return;
+  process.stderr.write(
+    `errors the services logged during "${this.currentTest.fullTitle()}":\n${errors.join('')}`,
+  );
+});
 
 after(async function () {
   this.timeout(60_000);
