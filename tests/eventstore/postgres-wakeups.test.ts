@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import pg from 'pg';
+import sinon from 'sinon';
 import { concerns, parseAppendNotice } from '../../src/eventstore/postgres/append-notice.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
@@ -78,6 +79,36 @@ describe('append notifications: which subscribers wake, and when', () => {
     afterEach(async () => {
       controller.abort();
       await closeEventStore({ db, store });
+    });
+
+    it('a new subscriber misses no append made while its LISTEN is still being set up', async function () {
+      this.timeout(20_000);
+      // Hold the LISTEN back (a busy server): an append lands before notifications flow.
+      let releaseListen!: () => void;
+      const listenHeld = new Promise<void>((resolve) => (releaseListen = resolve));
+      const query = pg.Client.prototype.query;
+      let listenPending = false;
+      const stub = sinon.stub(pg.Client.prototype, 'query').callsFake(function (
+        this: pg.Client,
+        ...args: unknown[]
+      ) {
+        if (typeof args[0] === 'string' && args[0].startsWith('LISTEN')) {
+          listenPending = true;
+          return listenHeld.then(() => (query as (...a: unknown[]) => unknown).apply(this, args));
+        }
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      } as typeof query);
+      try {
+        const followed = follow(store, ['Ticked'], controller.signal);
+        await within(5_000, 'the LISTEN under way', () => (listenPending ? true : undefined));
+        await tick(store, 1);
+        releaseListen();
+        await within(5_000, 'the append made before LISTEN, delivered', () =>
+          followed.seen.length === 1 ? true : undefined,
+        );
+      } finally {
+        stub.restore();
+      }
     });
 
     it('delivers an event hidden behind an older open transaction as soon as that transaction ends', async function () {

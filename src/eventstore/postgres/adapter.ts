@@ -35,7 +35,7 @@ import {
   READ_STREAM,
   RETENTION_HORIZON,
 } from './sql.js';
-import { subscribeByPolling } from './subscription.js';
+import { subscribeByPolling, type AppendWakeup } from './subscription.js';
 
 const EXPECTED_CODES = { no_stream: -1n, any: -2n, stream_exists: -3n } as const;
 
@@ -300,16 +300,17 @@ export class PostgresEventStore implements EventStore {
   }
 
   /**
-   * Registers a wake-up on every append notification; returns the unregister function. The wake-up gets what
-   * the notification says (the appending transaction and its event types).
+   * Registers a wake-up on every append notification. The wake-up gets what the notification says (the
+   * appending transaction and its event types); `listening` settles once notifications are being received
+   * (or LISTEN failed and polling alone delivers), so a first read after it misses no append.
    */
-  private onAppend(wake: (notice: AppendNotice) => void): () => void {
+  private onAppend(wake: (notice: AppendNotice) => void): AppendWakeup {
     this.wakeups.add(wake);
     this.listening ??= this.listen().catch(() => {
       // Polling still delivers everything; the next subscriber retries LISTEN.
       this.listening = undefined;
     });
-    return () => this.wakeups.delete(wake);
+    return { listening: this.listening, stop: () => this.wakeups.delete(wake) };
   }
 
   private async listen(): Promise<void> {

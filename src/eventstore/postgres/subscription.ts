@@ -4,6 +4,25 @@ import { concerns, type AppendNotice } from './append-notice.js';
 /** The first retry after a read that did not yet see an announced transaction; it doubles up to idlePollMs. */
 const HIDDEN_RETRY_FIRST_MS = 2;
 
+/** A subscription's hold on the store's append notifications. */
+export interface AppendWakeup {
+  /** Settles once notifications are received (or could not be, and polling alone delivers). */
+  readonly listening: Promise<void>;
+  stop(): void;
+}
+
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
+
 /**
  * Catch-up-then-live subscription built on readAll: it pages until the end of the visible global order,
  * then sleeps until an append notification of one of its event types or the poll interval, whichever comes
@@ -18,7 +37,7 @@ const HIDDEN_RETRY_FIRST_MS = 2;
 export function subscribeByPolling(
   store: Pick<EventStore, 'readAll'>,
   options: SubscribeOptions,
-  onAppend: (wake: (notice: AppendNotice) => void) => () => void,
+  onAppend: (wake: (notice: AppendNotice) => void) => AppendWakeup,
   idlePollMs: number,
 ): Subscription {
   const batchSize = options.batchSize ?? 1000;
@@ -31,7 +50,7 @@ export function subscribeByPolling(
       // The newest announced position not yet seen to be visible, and the current retry delay for it.
       let awaited: string | undefined;
       let retryMs = 0;
-      const unregister = onAppend((notice) => {
+      const wakeup = onAppend((notice) => {
         if (!concerns(notice, options.eventTypes)) return;
         const { committedFrom } = notice;
         if (committedFrom !== undefined && (awaited === undefined || committedFrom > awaited)) {
@@ -41,6 +60,8 @@ export function subscribeByPolling(
         wake?.();
       });
       try {
+        // An append between the first read and LISTEN would otherwise wait a whole idle interval.
+        await Promise.race([wakeup.listening, delay(idlePollMs, options.signal)]);
         while (!options.signal?.aborted) {
           woken = false;
           const page = await store.readAll({ after, maxCount: batchSize, eventTypes: options.eventTypes });
@@ -71,7 +92,7 @@ export function subscribeByPolling(
           });
         }
       } finally {
-        unregister();
+        wakeup.stop();
       }
     },
   };
