@@ -12,8 +12,16 @@ import { expectDocumented, openLive, type OpenLive } from '../support/live.js';
 import { recordReadings } from '../support/readings.js';
 import { deviceOf, siteOf } from '../support/registry.js';
 import { createTenant, type Tenant } from '../support/tenants.js';
+import { decodeJwt } from 'jose';
 
 const SCOPES = ['telemetry:live'];
+
+/** When the access token expires, in seconds since the epoch, as the server will read it. */
+function expiryOf(token: string): number {
+  const { exp } = decodeJwt(token);
+  if (exp === undefined) throw new Error('the token has no expiry');
+  return exp;
+}
 
 async function setUp(env: Record<string, string> = {}, options: { now?: () => number } = {}) {
   const api = await startTestApi(env, options);
@@ -327,22 +335,23 @@ describe('GET /v1/live: heartbeat, stream_error, command_update, server timeouts
     const { api, tenant } = await setUp({}, { now: () => Date.now() + offsetMs });
     try {
       const token = await tenant.token();
+      const expiresAtMs = expiryOf(token) * 1000;
       // The server's clock jumps to 1.5 s before the token's expiry.
-      offsetMs = 3600_000 - 1500;
-      const started = Date.now();
+      offsetMs = expiresAtMs - Date.now() - 1500;
       const stream = await openLive(api.baseUrl, { token });
       open.push(stream);
       expect(stream.status).to.equal(200);
       await stream.ended;
-      const lasted = Date.now() - started;
+      // On the server's clock: not before the expiry, and soon after it (however long the opening took).
+      const endedAtMs = Date.now() + offsetMs;
       expect(stream.frames().at(-1)).to.deep.equal({
         id: undefined,
         type: 'stream_error',
         data: { reason: 'token_expired' },
       });
-      expect(lasted).to.be.within(500, 5000);
+      expect(endedAtMs - expiresAtMs).to.be.within(0, 5000);
       // The same token no longer opens one.
-      offsetMs = 3600_000 + 10_000;
+      offsetMs = expiresAtMs - Date.now() + 10_000;
       expect((await openLive(api.baseUrl, { token })).status).to.equal(401);
     } finally {
       await api.close();
