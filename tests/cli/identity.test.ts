@@ -150,7 +150,8 @@ describe('devcloud project / client / keys', function () {
 
   it('keys revoke removes a key at once and names an unknown one', async () => {
     const rotation = json(await devcloud(api, 'keys', 'rotate', '--json'));
-    const revoked = json(await devcloud(api, 'keys', 'revoke', String(rotation.kid), '--json'));
+    // `--`: a key id is a base64url thumbprint, and one in 64 begins with '-'.
+    const revoked = json(await devcloud(api, 'keys', 'revoke', '--json', '--', String(rotation.kid)));
     expect(revoked).to.deep.equal({ kid: rotation.kid, revoked: true });
     const { rows } = await api.db.pool.query(
       'SELECT revoked_at, private_jwk FROM auth.signing_keys WHERE kid = $1',
@@ -159,6 +160,9 @@ describe('devcloud project / client / keys', function () {
     expect(rows[0]).to.include({ private_jwk: null });
     expect(rows[0].revoked_at).to.be.instanceOf(Date);
     const unknown = await devcloud(api, 'keys', 'revoke', 'nope');
+    const dashed = await devcloud(api, 'keys', 'revoke', '--', '-nope');
+    expect(dashed.code).to.equal(1);
+    expect(dashed.stderr).to.contain('no signing key -nope');
     expect(unknown.code).to.equal(1);
     expect(unknown.stderr).to.contain('no signing key nope');
   });

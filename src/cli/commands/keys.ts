@@ -18,6 +18,8 @@ export const keysCommands: CommandGroup = {
       name: 'revoke',
       args: ['KID'],
       summary: 'emergency: tokens signed by KID stop within 10 s',
+      // A key id is a base64url thumbprint: one in 64 begins with '-', which would read as an option.
+      details: 'A KID that begins with - goes after --, as in: devcloud keys revoke -- -Kq3…',
       options: JSON_OUTPUT,
       run: ({ out, args }) => keysRevoke(out, args[0]),
     }),
