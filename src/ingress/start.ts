@@ -29,6 +29,8 @@ export interface IngressDependencies {
     | 'MQTT_PORT'
     | 'MQTT_MAX_PACKET_BYTES'
     | 'MQTT_PUBLIC_URL'
+    | 'BROKER_REDIS_URL'
+    | 'BROKER_REDIS_NAMESPACE'
     | 'READINGS_BATCH_WINDOW_MS'
     | 'READINGS_BATCH_MAX_MESSAGES'
     | 'READINGS_QUOTA_PER_SECOND'
@@ -98,6 +100,9 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     onAgentOffline: uplink.onAgentOffline,
     onRejected: (reason) => metrics.mqttRejected.inc({ reason }),
     logger,
+    ...(config.BROKER_REDIS_URL
+      ? { cluster: { redisUrl: config.BROKER_REDIS_URL, namespace: config.BROKER_REDIS_NAMESPACE } }
+      : {}),
   });
   commands.attach(broker);
   const dispatcher = runEdgeDispatcher({ store, pool, broker, logger, signal: background.signal });

@@ -1,9 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo, Socket } from 'node:net';
 import tls from 'node:tls';
 import { Aedes, type Client } from 'aedes';
 import type { Logger } from 'pino';
 import { agentIdFromCertificate, isAgentId } from '../pki/agent-identity.js';
 import type { AgentDirectory } from './agent-directory.js';
+import { openClusterBackplane, type BrokerCluster, type ClusterBackplane } from './cluster-backplane.js';
 import { AgentGate, type UplinkHandler } from './gate.js';
 import { guardPacketSize } from './packet-size-guard.js';
 import { Rejections, type RejectionReason } from './rejections.js';
@@ -33,11 +35,17 @@ export interface BrokerOptions {
   readonly directoryRefreshMs?: number;
   /** Default 60 s. */
   readonly rejectionLogWindowMs?: number;
+  /** Several broker nodes behind one load balancer share sessions and routing through Redis; unset: alone. */
+  readonly cluster?: BrokerCluster;
 }
 
 export interface RunningBroker {
   readonly port: number;
-  /** Publishes to an agent on `dc/v1/agents/<id>/down/<kind>` at QoS 1. Resolves once routed, not delivered. */
+  /**
+   * Publishes to an agent on `dc/v1/agents/<id>/down/<kind>` at QoS 1, if this node holds the agent's
+   * connection: every node follows the store, and only the one the agent is connected to may speak, or a
+   * clustered agent would hear each downlink once per node. Resolves once routed, not delivered.
+   */
   publishDown<K extends DownlinkKind>(agentId: string, kind: K, payload: DownlinkPayloads[K]): Promise<void>;
   /**
    * Re-reads the agent from the directory for its live connections (after an adoption, before telling
@@ -80,7 +88,18 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     directoryRefreshMs: options.directoryRefreshMs ?? 1000,
   });
 
-  const aedes = await Aedes.createBroker({ ...gate.hooks(), connectTimeout: connectTimeoutMs });
+  const id = randomUUID();
+  const backplane = options.cluster ? await openClusterBackplane(options.cluster, logger) : undefined;
+  if (backplane) followTakeovers(backplane, id, sessions);
+  const aedes = await Aedes.createBroker({
+    id,
+    ...gate.hooks(),
+    connectTimeout: connectTimeoutMs,
+    ...(backplane ? { mq: backplane.mq, persistence: backplane.persistence } : {}),
+  }).catch(async (error: unknown) => {
+    await backplane?.destroy();
+    throw error;
+  });
   // Without a listener an 'error' event (persistence, will sweep) would crash the process.
   (aedes as NodeJS.EventEmitter).on('error', (error: Error) =>
     logger.error({ err: error }, 'mqtt broker error'),
@@ -145,18 +164,24 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     });
   } catch (error) {
     await new Promise<void>((resolve) => aedes.close(() => resolve()));
+    await backplane?.destroy();
     throw error;
   }
   server.on('error', (error) => logger.error({ err: error }, 'mqtt listener error'));
   const { port } = server.address() as AddressInfo;
-  logger.info({ port, maxPacketBytes: options.maxPacketBytes }, 'mqtt broker listening (mTLS)');
+  logger.info(
+    { port, maxPacketBytes: options.maxPacketBytes, clustered: backplane !== undefined, brokerId: id },
+    'mqtt broker listening (mTLS)',
+  );
 
+  const holdsAgent = (agentId: string) => sessions.of(agentId).some((session) => !session.client.closed);
   let closing: Promise<void> | undefined;
   return {
     port,
 
     publishDown(agentId, kind, payload) {
       if (!isAgentId(agentId)) return Promise.reject(new RangeError(`not an agent id: ${agentId}`));
+      if (!holdsAgent(agentId)) return Promise.resolve();
       const packet = {
         cmd: 'publish' as const,
         topic: downlinkTopic(agentId, kind),
@@ -174,9 +199,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
       return gate.refreshAgent(agentId);
     },
 
-    holdsAgent(agentId) {
-      return sessions.of(agentId).some((session) => !session.client.closed);
-    },
+    holdsAgent,
 
     async disconnectAgent(agentId) {
       const open = sessions.invalidate(agentId);
@@ -188,6 +211,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
       closing ??= (async () => {
         const listenerClosed = new Promise<void>((resolve) => server.close(() => resolve()));
         await new Promise<void>((resolve) => aedes.close(() => resolve()));
+        await backplane?.destroy();
         // Connections still in the TLS handshake are not aedes clients yet.
         for (const socket of sockets) socket.destroy();
         sessions.releaseAll();
@@ -199,4 +223,17 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
       return closing;
     },
   };
+}
+
+/**
+ * aedes announces every new connection on `$SYS/<broker id>/new/clients`, and each node closes its own
+ * connection of that client id. Registered before aedes's own listener, this marks such a connection as
+ * moved away first, so its close does not report the agent offline.
+ */
+function followTakeovers(backplane: ClusterBackplane, ownId: string, sessions: AgentSessions): void {
+  backplane.mq.on('$SYS/+/new/clients', (message, done) => {
+    const announcedBy = message.topic.split('/')[1];
+    if (announcedBy !== ownId) sessions.movedAway(String(message.payload));
+    done();
+  });
 }

@@ -121,9 +121,12 @@ export class AgentGate {
 
   /** Called for a registered client whose connection ended, however it ended. */
   agentDisconnected(client: Client): void {
-    const session = this.#options.sessions.get(client);
+    // Its socket may have closed first (aedes awaits a shared session store before reporting the end).
+    const session = this.#options.sessions.lastOf(client);
     if (!session) return;
     const { agentId } = session;
+    // The node the agent moved to reports it; a late "offline" from here would undo its "online".
+    if (session.movedAway) return;
     const previous = this.#offline.get(agentId) ?? Promise.resolve();
     const current = previous
       .then(() => this.#options.onAgentOffline(agentId))

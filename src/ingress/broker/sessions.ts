@@ -21,6 +21,8 @@ export interface AgentSession {
   expiryTimer: NodeJS.Timeout | undefined;
   /** Aborted when the connection ends: work done for it that can no longer be acknowledged may stop. */
   readonly ended: AbortController;
+  /** The agent connected to another broker node, which closes this connection: it is not going offline. */
+  movedAway: boolean;
 }
 
 // setTimeout cannot wait longer than this (about 24.8 days); longer waits are re-armed.
@@ -34,6 +36,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export class AgentSessions {
   readonly #peers = new WeakMap<object, PeerIdentity>();
   readonly #byClient = new WeakMap<Client, AgentSession>();
+  readonly #released = new WeakMap<Client, AgentSession>();
   readonly #byAgent = new Map<string, Set<AgentSession>>();
   readonly #epochs = new Map<string, number>();
 
@@ -71,6 +74,7 @@ export class AgentSessions {
       refreshing: undefined,
       expiryTimer: undefined,
       ended: endedSignal(),
+      movedAway: false,
     };
     this.#byClient.set(client, session);
     let sessions = this.#byAgent.get(agent.agentId);
@@ -98,9 +102,19 @@ export class AgentSessions {
     return this.#byClient.get(client);
   }
 
+  /** The client's session, open or already released: who it was, once the connection has ended. */
+  lastOf(client: Client): AgentSession | undefined {
+    return this.#byClient.get(client) ?? this.#released.get(client);
+  }
+
   /** Open sessions of an agent. */
   of(agentId: string): AgentSession[] {
     return [...(this.#byAgent.get(agentId) ?? [])];
+  }
+
+  /** The agent's connections here are being taken over by one on another node. */
+  movedAway(agentId: string): void {
+    for (const session of this.of(agentId)) session.movedAway = true;
   }
 
   update(session: AgentSession, agent: AgentRecord): void {
@@ -112,6 +126,7 @@ export class AgentSessions {
     const session = this.#byClient.get(client);
     if (!session) return undefined;
     this.#byClient.delete(client);
+    this.#released.set(client, session);
     clearTimeout(session.expiryTimer);
     session.ended.abort();
     const sessions = this.#byAgent.get(session.agentId);
