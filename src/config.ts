@@ -31,13 +31,14 @@ const schema = z.object({
   MQTT_PORT: port.default(8883),
   MQTT_PUBLIC_URL: z.string().optional(),
   MQTT_MAX_PACKET_BYTES: positiveInt.default(65536),
-  // Set on every broker node of a deployment that runs several (docs/deployment.md): they share agent
-  // sessions, takeovers and wills through this Redis, under keys and channels named by the namespace.
-  BROKER_REDIS_URL: z
+  // Set on every process of a deployment that runs several of a role (docs/deployment.md): broker nodes
+  // share agent sessions, takeovers and wills, API processes their request and stream limits, through this
+  // Redis, under keys and channels named by the namespace.
+  CLUSTER_REDIS_URL: z
     .string()
     .regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
     .optional(),
-  BROKER_REDIS_NAMESPACE: z
+  CLUSTER_NAMESPACE: z
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and -, at most 64')
     .default('devcloud'),

@@ -29,8 +29,8 @@ export interface IngressDependencies {
     | 'MQTT_PORT'
     | 'MQTT_MAX_PACKET_BYTES'
     | 'MQTT_PUBLIC_URL'
-    | 'BROKER_REDIS_URL'
-    | 'BROKER_REDIS_NAMESPACE'
+    | 'CLUSTER_REDIS_URL'
+    | 'CLUSTER_NAMESPACE'
     | 'READINGS_BATCH_WINDOW_MS'
     | 'READINGS_BATCH_MAX_MESSAGES'
     | 'READINGS_QUOTA_PER_SECOND'
@@ -98,10 +98,12 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     directory,
     onUplink: uplink.onUplink,
     onAgentOffline: uplink.onAgentOffline,
+    // Its commands now go through the node it moved to; this one must not send any until it is back here.
+    onAgentMovedAway: (agentId) => commands.agentOffline(agentId),
     onRejected: (reason) => metrics.mqttRejected.inc({ reason }),
     logger,
-    ...(config.BROKER_REDIS_URL
-      ? { cluster: { redisUrl: config.BROKER_REDIS_URL, namespace: config.BROKER_REDIS_NAMESPACE } }
+    ...(config.CLUSTER_REDIS_URL
+      ? { cluster: { redisUrl: config.CLUSTER_REDIS_URL, namespace: config.CLUSTER_NAMESPACE } }
       : {}),
   });
   commands.attach(broker);

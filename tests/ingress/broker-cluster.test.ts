@@ -1,8 +1,7 @@
 import { expect } from 'chai';
-import { Redis } from 'ioredis';
 import type { MqttClient } from 'mqtt';
 import { freePort } from '../../src/infra/ports.js';
-import { RUN_ID } from '../support/run-directory.js';
+import { REDIS_URL, dropNamespace, redisProxy, requireRedis, testNamespace } from '../support/redis.js';
 import {
   WAIT_MS,
   closed,
@@ -16,24 +15,9 @@ import {
   type BrokerFixture,
 } from './support/broker-fixture.js';
 
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const A = 'agent-a';
 const DOWN = `dc/v1/agents/${A}/down/#`;
 const PAIRING = `dc/v1/agents/${A}/down/pairing`;
-
-/** Redis answers within a second, or the cluster cases cannot run here. */
-async function redisReachable(): Promise<boolean> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0 });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    return (await redis.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    redis.disconnect();
-  }
-}
 
 const permit = (sessionId: string) => ({
   action: 'permit' as const,
@@ -46,36 +30,27 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
   let namespace: string;
   let one: BrokerFixture;
   let two: BrokerFixture;
-  let count = 0;
+  /** Per node, the agents whose connection there another node took over. */
+  let movedAway: { one: string[]; two: string[] };
 
   before(async function () {
-    if (!(await redisReachable())) {
-      console.log(
-        `      (pending: no Redis at ${new URL(REDIS_URL).host}; set REDIS_URL to run the broker cluster cases)`,
-      );
-      this.skip();
-    }
+    await requireRedis(this);
   });
 
   beforeEach(async function () {
     // Runs side by side on one Redis never see each other's sessions or routes.
-    namespace = `dctest_${RUN_ID}_${++count}`;
+    namespace = testNamespace('broker');
     const cluster = { redisUrl: REDIS_URL, namespace };
-    one = await startBrokerFixture({ cluster });
-    two = await startBrokerFixture({ cluster });
+    movedAway = { one: [], two: [] };
+    one = await startBrokerFixture({ cluster, onAgentMovedAway: (id) => movedAway.one.push(id) });
+    two = await startBrokerFixture({ cluster, onAgentMovedAway: (id) => movedAway.two.push(id) });
     for (const node of [one, two]) node.directory.add(A, 'hub-a', ['dev-a1']);
   });
 
   afterEach(async function () {
     await one?.close();
     await two?.close();
-    const redis = new Redis(REDIS_URL);
-    try {
-      const keys = await redis.keys(`${namespace}:*`);
-      if (keys.length > 0) await redis.del(...keys);
-    } finally {
-      redis.disconnect();
-    }
+    await dropNamespace(namespace);
   });
 
   after(async function () {
@@ -112,9 +87,51 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
     await within(one.broker.close(), WAIT_MS, 'node one closed'); // every handler it started has settled
     await within(two.broker.close(), WAIT_MS, 'node two closed');
     expect(one.offline, 'node one, which the agent left').to.deep.equal([]);
+    expect(movedAway.one, 'node one forgot the agent for itself').to.deep.equal([A]);
     expect(two.offline).to.deep.equal([A]);
     expect(two.uplinks.map((u) => u.agentId)).to.deep.equal([A]);
     expect(one.uplinks).to.deep.equal([]);
+  });
+
+  it('a connection that never subscribed is taken over the same way: its node does not report it offline', async function () {
+    // Without a subscription to drop, aedes reports the end at once: only a mark made before its own
+    // takeover listener runs can keep the old node quiet.
+    const first = one.connect({ clientId: A, certificate: await one.certificateFor(A) });
+    await connected(first);
+    const firstClosed = closed(first);
+    const moved = await agentOn(two);
+    await firstClosed;
+    await within(moved.endAsync(), WAIT_MS, 'clean disconnect');
+    await eventually(() => two.offline.length > 0, 'node two reported the agent offline');
+    await within(one.broker.close(), WAIT_MS, 'node one closed');
+    expect(one.offline).to.deep.equal([]);
+    expect(movedAway.one).to.deep.equal([A]);
+  });
+
+  it('a connection let in after the agent connected elsewhere takes it over in turn; the node it left reports nothing', async function () {
+    // Node one's authentication waits on its directory until node two has announced its connection.
+    let letIn!: () => void;
+    const held = new Promise<void>((resolve) => (letIn = resolve));
+    const lookup = one.directory.getAgent.bind(one.directory);
+    let asked = false;
+    one.directory.getAgent = async (agentId) => {
+      asked = true;
+      await held;
+      return lookup(agentId);
+    };
+    const slow = one.connect({ clientId: A, certificate: await one.certificateFor(A) });
+    await eventually(() => asked, 'node one authenticating');
+    const other = await agentOn(two);
+    const otherClosed = closed(other);
+    letIn();
+    await connected(slow);
+    await otherClosed; // node one's connection, registered last, took over node two's
+    await within(slow.endAsync(), WAIT_MS, 'clean disconnect');
+    await eventually(() => one.offline.length > 0, 'node one reported the agent offline');
+    await within(two.broker.close(), WAIT_MS, 'node two closed');
+    expect(one.offline).to.deep.equal([A]);
+    expect(two.offline).to.deep.equal([]);
+    expect(movedAway).to.deep.equal({ one: [], two: [A] });
   });
 
   it('a node whose Redis cannot be reached refuses to start, naming why', async function () {
@@ -126,7 +143,21 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
       (e: unknown) => e,
     );
     expect(error).to.be.instanceOf(Error);
-    expect((error as Error).message).to.match(/broker cluster: cannot reach Redis/);
+    expect((error as Error).message).to.match(/cannot reach Redis/);
+  });
+
+  it('a node whose Redis went away still shuts down, within its deadlines', async function () {
+    const proxy = await redisProxy();
+    const node = await startBrokerFixture({ cluster: { redisUrl: proxy.url, namespace } });
+    try {
+      node.directory.add(A, 'hub-a', ['dev-a1']);
+      await agentOn(node);
+      proxy.cut(); // Redis is gone for this node: nothing will confirm its goodbyes
+      await within(node.broker.close(), 10_000, 'the node closed without Redis');
+      await node.close();
+    } finally {
+      proxy.close();
+    }
   });
 
   it('a downlink both nodes are asked to send reaches the agent once, from the node it is connected to', async function () {

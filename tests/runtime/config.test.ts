@@ -13,11 +13,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ HTTP_PORT: 'eighty' })).to.throw(ConfigError, /HTTP_PORT/);
     expect(() => loadConfig({ DATABASE_URL: 'mysql://x' })).to.throw(ConfigError, /DATABASE_URL: .*postgres/);
     expect(() => loadConfig({ ROLES: 'api,cooking' })).to.throw(ConfigError, /ROLES/);
-    expect(() => loadConfig({ BROKER_REDIS_URL: 'http://redis' })).to.throw(ConfigError, /BROKER_REDIS_URL/);
-    expect(() => loadConfig({ BROKER_REDIS_NAMESPACE: 'a*b' })).to.throw(
+    expect(() => loadConfig({ CLUSTER_REDIS_URL: 'http://redis' })).to.throw(
       ConfigError,
-      /BROKER_REDIS_NAMESPACE/,
+      /CLUSTER_REDIS_URL/,
     );
+    expect(() => loadConfig({ CLUSTER_NAMESPACE: 'a*b' })).to.throw(ConfigError, /CLUSTER_NAMESPACE/);
     expect(() => loadConfig({ EVENTSTORE_URL: 'http://kurrent:2113' })).to.throw(
       ConfigError,
       /EVENTSTORE_URL/,

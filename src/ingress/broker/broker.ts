@@ -5,6 +5,7 @@ import { Aedes, type Client } from 'aedes';
 import type { Logger } from 'pino';
 import { agentIdFromCertificate, isAgentId } from '../pki/agent-identity.js';
 import type { AgentDirectory } from './agent-directory.js';
+import { withDeadline } from '../../infra/redis/connect.js';
 import { openClusterBackplane, type BrokerCluster, type ClusterBackplane } from './cluster-backplane.js';
 import { AgentGate, type UplinkHandler } from './gate.js';
 import { guardPacketSize } from './packet-size-guard.js';
@@ -26,6 +27,8 @@ export interface BrokerOptions {
   readonly onUplink: UplinkHandler;
   /** A registered agent connection ended (clean disconnect, network loss, revoke, expiry). */
   readonly onAgentOffline: (agentId: string) => Promise<void>;
+  /** The agent's connection here was taken over by one on another broker node: it is not offline. */
+  readonly onAgentMovedAway?: (agentId: string) => void;
   /** Metrics hook: every refusal, unthrottled. */
   readonly onRejected?: (reason: RejectionReason, agentId: string | undefined) => void;
   readonly logger: Logger;
@@ -63,6 +66,9 @@ export interface RunningBroker {
   close(): Promise<void>;
 }
 
+// How long a clustered node's close waits for Redis before it lets go of it.
+const CLUSTER_CLOSE_MS = 1000;
+
 // aedes refuses these before authorizePublish and closes the connection; they are still refusals to count.
 const PUBLISH_VIOLATION = /is not allowed in PUBLISH|empty topic|too many levels/;
 
@@ -82,6 +88,7 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     directory: options.directory,
     onUplink: options.onUplink,
     onAgentOffline: options.onAgentOffline,
+    onAgentMovedAway: options.onAgentMovedAway,
     sessions,
     rejections,
     logger,
@@ -90,7 +97,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
 
   const id = randomUUID();
   const backplane = options.cluster ? await openClusterBackplane(options.cluster, logger) : undefined;
-  if (backplane) followTakeovers(backplane, id, sessions);
+  let registered: Readonly<Record<string, Client>> = {};
+  if (backplane) followTakeovers(backplane, id, (agentId) => registered[agentId], sessions);
   const aedes = await Aedes.createBroker({
     id,
     ...gate.hooks(),
@@ -100,6 +108,8 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     await backplane?.destroy();
     throw error;
   });
+  // Not in aedes's types: the connections it has registered, by client id (the one it would close).
+  registered = (aedes as unknown as { clients: Record<string, Client> }).clients;
   // Without a listener an 'error' event (persistence, will sweep) would crash the process.
   (aedes as NodeJS.EventEmitter).on('error', (error: Error) =>
     logger.error({ err: error }, 'mqtt broker error'),
@@ -210,8 +220,18 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     close() {
       closing ??= (async () => {
         const listenerClosed = new Promise<void>((resolve) => server.close(() => resolve()));
-        await new Promise<void>((resolve) => aedes.close(() => resolve()));
-        await backplane?.destroy();
+        const aedesClosed = new Promise<void>((resolve) => aedes.close(() => resolve()));
+        if (backplane) {
+          // Each connection's goodbye goes through Redis; with Redis gone it would wait for ever. Past the
+          // deadline the Redis connections are dropped, which fails those waits and lets aedes finish.
+          await withDeadline(aedesClosed, CLUSTER_CLOSE_MS).catch(() => undefined);
+          await backplane.destroy();
+          await withDeadline(aedesClosed, CLUSTER_CLOSE_MS).catch(() => {
+            logger.warn('broker closed without Redis: some connections ended without their cleanup');
+          });
+        } else {
+          await aedesClosed;
+        }
         // Connections still in the TLS handshake are not aedes clients yet.
         for (const socket of sockets) socket.destroy();
         sessions.releaseAll();
@@ -226,14 +246,22 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
 }
 
 /**
- * aedes announces every new connection on `$SYS/<broker id>/new/clients`, and each node closes its own
- * connection of that client id. Registered before aedes's own listener, this marks such a connection as
- * moved away first, so its close does not report the agent offline.
+ * aedes announces every new connection on `$SYS/<broker id>/new/clients`, and each node closes the
+ * connection it has registered under that client id. Registered before aedes's own listener, this marks
+ * that very connection as moved away first, so its close does not report the agent offline. A connection
+ * still authenticating here is not the one aedes closes, and is left as it is.
  */
-function followTakeovers(backplane: ClusterBackplane, ownId: string, sessions: AgentSessions): void {
+function followTakeovers(
+  backplane: ClusterBackplane,
+  ownId: string,
+  registeredClient: (agentId: string) => Client | undefined,
+  sessions: AgentSessions,
+): void {
   backplane.mq.on('$SYS/+/new/clients', (message, done) => {
     const announcedBy = message.topic.split('/')[1];
-    if (announcedBy !== ownId) sessions.movedAway(String(message.payload));
+    const client = announcedBy === ownId ? undefined : registeredClient(String(message.payload));
+    const session = client && sessions.lastOf(client);
+    if (session) session.movedAway = true;
     done();
   });
 }

@@ -1,7 +1,13 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import mqemitterRedis from 'mqemitter-redis';
 import redisPersistence from 'aedes-persistence-redis';
 import type { Logger } from 'pino';
+import {
+  CLUSTER_NAMESPACE,
+  connectRedis,
+  loggableRedisError,
+  withDeadline,
+} from '../../infra/redis/connect.js';
 
 export interface BrokerCluster {
   /** redis:// or rediss:// URL of the Redis that every broker node of the deployment shares. */
@@ -29,16 +35,13 @@ export interface ClusterEmitter {
 export interface ClusterBackplane {
   readonly mq: ClusterEmitter;
   readonly persistence: unknown;
-  /** After aedes has closed (which closes the emitter): leaves the cluster and disconnects. */
+  /** Closes the emitter (if aedes has not), leaves the cluster and disconnects, each within a deadline. */
   destroy(): Promise<void>;
 }
 
 type PrefixedEmitter = new (prefix: string, options: { pubConn: Redis; subConn: Redis }) => ClusterEmitter;
 // The prefixing emitter is exported beside the default one but missing from the package's types.
 const { MQEmitterRedisPrefix } = mqemitterRedis as unknown as { MQEmitterRedisPrefix: PrefixedEmitter };
-
-// Lands in Redis key names and PSUBSCRIBE patterns: no glob characters, no topic separator.
-const NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/;
 
 /**
  * Connects the three Redis connections a clustered broker node needs (publish, subscribe, sessions), each
@@ -49,49 +52,67 @@ export async function openClusterBackplane(
   cluster: BrokerCluster,
   logger: Logger,
 ): Promise<ClusterBackplane> {
-  if (!NAMESPACE.test(cluster.namespace)) {
-    throw new RangeError(`broker cluster namespace must match ${NAMESPACE.source}: ${cluster.namespace}`);
+  if (!CLUSTER_NAMESPACE.test(cluster.namespace)) {
+    throw new RangeError(`cluster namespace must match ${CLUSTER_NAMESPACE.source}: ${cluster.namespace}`);
   }
-  const timeout = cluster.connectTimeoutMs ?? 10_000;
-  const opened: Redis[] = [];
-  const connect = async (role: string, keyPrefix?: string): Promise<Redis> => {
-    const redis = new Redis(cluster.redisUrl, {
-      lazyConnect: true,
-      connectTimeout: timeout,
-      ...(keyPrefix ? { keyPrefix } : {}),
+  const connect = (role: string, keyPrefix?: string) =>
+    connectRedis(cluster.redisUrl, { role, keyPrefix, timeoutMs: cluster.connectTimeoutMs }, logger);
+  const connections = await Promise.allSettled([
+    connect('broker publish'),
+    connect('broker subscribe'),
+    connect('broker sessions', `${cluster.namespace}:`),
+  ]);
+  const failed = connections.find((c) => c.status === 'rejected');
+  if (failed) {
+    for (const c of connections) if (c.status === 'fulfilled') c.value.disconnect();
+    throw failed.reason;
+  }
+  const [pubConn, subConn, conn] = connections.map((c) => (c as PromiseFulfilledResult<Redis>).value) as [
+    Redis,
+    Redis,
+    Redis,
+  ];
+  // A separator-terminated prefix keeps MQTT wildcards whole: `+` and `#` match per topic level.
+  const mq = new MQEmitterRedisPrefix(`${cluster.namespace}/`, { pubConn, subConn });
+  mq.state.on('error', (error: unknown) =>
+    logger.warn({ err: loggableRedisError(error) }, 'broker cluster emitter error'),
+  );
+  // aedes closes the emitter on its way out; the emitter waits for Redis to confirm, which an unreachable
+  // Redis never does. Past the deadline the connections are dropped and shutdown goes on.
+  const closeEmitter = mq.close.bind(mq);
+  let emitterClosed: Promise<void> | undefined;
+  mq.close = (done: () => void) => {
+    emitterClosed ??= new Promise<void>((resolve) => {
+      const deadline = setTimeout(() => {
+        pubConn.disconnect();
+        subConn.disconnect();
+        resolve();
+      }, EMITTER_CLOSE_MS);
+      closeEmitter(() => {
+        clearTimeout(deadline);
+        resolve();
+      });
     });
-    opened.push(redis);
-    // Without a listener a lost connection would throw; ioredis reconnects by itself meanwhile.
-    redis.on('error', (error: Error) => logger.warn({ err: error, role }, 'broker cluster redis error'));
-    await redis.connect();
-    return redis;
+    void emitterClosed.then(done);
   };
-  try {
-    const [pubConn, subConn, conn] = await Promise.all([
-      connect('publish'),
-      connect('subscribe'),
-      connect('sessions', `${cluster.namespace}:`),
-    ]);
-    // A separator-terminated prefix keeps MQTT wildcards whole: `+` and `#` match per topic level.
-    const mq = new MQEmitterRedisPrefix(`${cluster.namespace}/`, { pubConn, subConn });
-    mq.state.on('error', (error: Error) => logger.warn({ err: error }, 'broker cluster emitter error'));
-    const persistence = redisPersistence({ conn });
-    let destroyed: Promise<void> | undefined;
-    return {
-      mq,
-      persistence,
-      destroy() {
-        destroyed ??= persistence.destroy().catch((error: unknown) => {
-          logger.warn({ err: error }, 'leaving the broker cluster failed');
-          conn.disconnect();
-        });
-        return destroyed;
-      },
-    };
-  } catch (error) {
-    for (const redis of opened) redis.disconnect();
-    throw new Error(`broker cluster: cannot reach Redis (${String((error as Error).message ?? error)})`, {
-      cause: error,
-    });
-  }
+  const persistence = redisPersistence({ conn });
+  let destroyed: Promise<void> | undefined;
+  return {
+    mq,
+    persistence,
+    destroy() {
+      destroyed ??= (async () => {
+        await Promise.all([
+          new Promise<void>((resolve) => mq.close(resolve)),
+          withDeadline(persistence.destroy(), EMITTER_CLOSE_MS).catch((error: unknown) => {
+            logger.warn({ err: loggableRedisError(error) }, 'leaving the broker cluster failed');
+          }),
+        ]);
+        conn.disconnect();
+      })();
+      return destroyed;
+    },
+  };
 }
+
+const EMITTER_CLOSE_MS = 1000;

@@ -34,6 +34,7 @@ export interface GateOptions {
   readonly directory: AgentDirectory;
   readonly onUplink: UplinkHandler;
   readonly onAgentOffline: (agentId: string) => Promise<void>;
+  readonly onAgentMovedAway?: (agentId: string) => void;
   readonly sessions: AgentSessions;
   readonly rejections: Rejections;
   readonly logger: Logger;
@@ -126,7 +127,10 @@ export class AgentGate {
     if (!session) return;
     const { agentId } = session;
     // The node the agent moved to reports it; a late "offline" from here would undo its "online".
-    if (session.movedAway) return;
+    if (session.movedAway) {
+      this.#options.onAgentMovedAway?.(agentId);
+      return;
+    }
     const previous = this.#offline.get(agentId) ?? Promise.resolve();
     const current = previous
       .then(() => this.#options.onAgentOffline(agentId))

@@ -112,11 +112,6 @@ export class AgentSessions {
     return [...(this.#byAgent.get(agentId) ?? [])];
   }
 
-  /** The agent's connections here are being taken over by one on another node. */
-  movedAway(agentId: string): void {
-    for (const session of this.of(agentId)) session.movedAway = true;
-  }
-
   update(session: AgentSession, agent: AgentRecord): void {
     session.agent = agent;
     session.grant = grantOf(agent);
