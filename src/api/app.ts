@@ -5,6 +5,7 @@ import type { Logger } from '../infra/logger.js';
 import type { Metrics } from '../infra/metrics.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { TokenBuckets } from '../infra/token-buckets.js';
+import type { ClusterLimits } from './cluster-limits/index.js';
 import { createApiAuth } from './auth/index.js';
 import type { LagFigures } from '../projections/lag.js';
 import { healthRoutes } from './health.js';
@@ -33,6 +34,8 @@ export interface ApiDependencies {
   readonly live?: LiveHub;
   /** Projection lag figures for /health and the state endpoint; absent, neither reports lag. */
   readonly lag?: LagFigures;
+  /** Request and stream limits shared with the other API processes; absent, this process counts alone. */
+  readonly limits?: ClusterLimits;
 }
 
 /** The live hub of an API process, configured from `config`. */
@@ -55,11 +58,12 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   // Every route, /health included, before any work is done for the request.
   app.use(
     rateLimit(
-      new TokenBuckets({
-        ratePerSecond: deps.config.RATE_LIMIT_PER_SECOND,
-        burst: deps.config.RATE_LIMIT_BURST,
-        now: deps.now,
-      }),
+      deps.limits?.requests ??
+        new TokenBuckets({
+          ratePerSecond: deps.config.RATE_LIMIT_PER_SECOND,
+          burst: deps.config.RATE_LIMIT_BURST,
+          now: deps.now,
+        }),
     ),
   );
   app.use('/metrics', metricsAccess(deps.config.METRICS_TOKEN));
@@ -78,6 +82,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
       hub: deps.live ?? createLiveHub(deps),
       logger: deps.logger,
       maxStreamsPerClient: deps.config.LIVE_MAX_STREAMS_PER_CLIENT,
+      slots: deps.limits?.streams,
       maxBufferedBytes: deps.config.LIVE_CLIENT_BUFFER_BYTES,
       revoked: auth.revoked,
       now: deps.now ?? Date.now,

@@ -1,6 +1,5 @@
 import { isIPv6 } from 'node:net';
 import type { RequestHandler } from 'express';
-import type { TokenBuckets } from '../infra/token-buckets.js';
 import { HttpProblem } from './http-errors.js';
 
 /**
@@ -27,10 +26,15 @@ function ipv6Groups(address: string): string[] {
   return [...left, ...zeros, ...right].map((g) => parseInt(g, 16).toString(16));
 }
 
+/** Takes one request's token for a key: 0 when allowed, else the whole seconds until one is due. */
+export interface RequestBuckets {
+  take(key: string): number | Promise<number>;
+}
+
 /** 429 `rate_limited` with Retry-After in seconds once a client address has spent its bucket. */
-export function rateLimit(buckets: TokenBuckets): RequestHandler {
-  return (req, _res, next) => {
-    const wait = buckets.take(clientKey(req.ip));
+export function rateLimit(buckets: RequestBuckets): RequestHandler {
+  return async (req, _res, next) => {
+    const wait = await buckets.take(clientKey(req.ip));
     if (wait === 0) return next();
     next(new HttpProblem(429, 'rate_limited', {}, { 'Retry-After': String(wait) }));
   };

@@ -17,6 +17,7 @@ import { runScheduler } from '../scheduler/scheduler.js';
 import { openDatabase, type Database } from './database.js';
 import { ProjectorProcess } from './projector-process.js';
 import { allProjectors } from './projectors.js';
+import { openClusterLimits, type ClusterLimits } from '../api/cluster-limits/index.js';
 
 export interface RunningService {
   readonly httpPort: number | undefined;
@@ -108,7 +109,9 @@ export async function startService(
 
   let live: LiveHub | undefined;
   let lag: ProjectionLagMonitor | undefined;
+  let limits: ClusterLimits | undefined;
   if (roles.includes('api')) {
+    limits = await openClusterLimits(config, logger);
     live = createLiveHub({ config, logger, store });
     await live.start();
     lag = new ProjectionLagMonitor({
@@ -120,7 +123,7 @@ export async function startService(
       metrics,
     });
     await lag.start();
-    const app = createApiApp({ config, logger, metrics, pool: database.pool, store, live, lag });
+    const app = createApiApp({ config, logger, metrics, pool: database.pool, store, live, lag, limits });
     server = await listen(createHttpServer(app, config), config.HTTP_PORT, config.HTTP_HOST);
   }
   const address = server?.address();
@@ -158,6 +161,7 @@ export async function startService(
           clearTimeout(grace);
         }
         await lag?.stop();
+        await limits?.close();
         // The broker closes before the store: its in-flight uplinks still append.
         await ingress?.close();
         background.abort();

@@ -13,6 +13,7 @@ import { allProjectors } from '../../src/runtime/projectors.js';
 import { committedHead, type TestDatabase } from './database.js';
 import { closeEventStore, openEventStore } from './event-store.js';
 import { serviceLogger } from './service-log.js';
+import { openClusterLimits } from '../../src/api/cluster-limits/index.js';
 
 /**
  * The real API on an ephemeral port over a fresh database, with the real projectors running in the
@@ -32,7 +33,7 @@ export interface TestApi {
 
 export async function startTestApi(
   env: Record<string, string> = {},
-  options: { now?: () => number } = {},
+  options: { now?: () => number; streamLeaseMs?: number } = {},
 ): Promise<TestApi> {
   const { db, store } = await openEventStore({ idlePollMs: 50 });
   const config = loadConfig({
@@ -72,7 +73,18 @@ export async function startTestApi(
     metrics,
   });
   await lag.start();
-  const app = createApiApp({ config, logger, metrics, pool: db.pool, store, now: options.now, live, lag });
+  const limits = await openClusterLimits(config, logger, { streamLeaseMs: options.streamLeaseMs });
+  const app = createApiApp({
+    config,
+    logger,
+    metrics,
+    pool: db.pool,
+    store,
+    now: options.now,
+    live,
+    lag,
+    limits,
+  });
   const server: Server = await listen(createHttpServer(app, config), 0, '127.0.0.1');
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
@@ -91,6 +103,7 @@ export async function startTestApi(
       await live.close();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await limits?.close();
       background.abort();
       await Promise.allSettled(running);
       await closeEventStore({ db, store });

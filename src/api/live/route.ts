@@ -8,7 +8,7 @@ import { HttpProblem } from '../http-errors.js';
 import { parseQuery } from '../validation.js';
 import { LIVE_TYPES, type LiveType } from './frames.js';
 import type { LiveHub } from './hub.js';
-import { StreamSlots } from './slots.js';
+import { StreamSlots, type StreamSlotPool } from './slots.js';
 import { LiveStream, type LiveFilter } from './stream.js';
 
 export const HEARTBEAT_SECONDS = { min: 15, max: 120, default: 30 } as const;
@@ -85,6 +85,8 @@ export interface LiveRouteOptions {
   readonly hub: LiveHub;
   readonly logger: Logger;
   readonly maxStreamsPerClient: number;
+  /** Counts streams across the API processes (CLUSTER_REDIS_URL); absent: in this process. */
+  readonly slots?: StreamSlotPool;
   readonly maxBufferedBytes: number;
   /** The clients revoked lately: their open streams end within REVOKED_CLIENTS_TTL_MS plus this sweep. */
   readonly revoked?: Pick<RevokedClients, 'has'>;
@@ -93,7 +95,7 @@ export interface LiveRouteOptions {
 
 /** GET /live (mounted under /v1): the SSE stream. docs/api.md, "Live stream". */
 export function liveRoutes(options: LiveRouteOptions): Router {
-  const slots = new StreamSlots(options.maxStreamsPerClient);
+  const slots = options.slots ?? new StreamSlots(options.maxStreamsPerClient);
   const revocations = options.revoked ? new RevocationSweep(options.revoked, options.logger) : undefined;
   const router = Router();
   router.get('/live', requireScope('telemetry:live'), async (req, res) => {
@@ -102,13 +104,19 @@ export function liveRoutes(options: LiveRouteOptions): Router {
     const heartbeatMs = clampHeartbeat(query.heartbeat) * 1000;
     const lastEventId = req.get('last-event-id')?.trim() || query.lastEventId;
     const principal = req.principal!;
-    if (!slots.take(principal.clientId)) {
+    const slot = await slots.take(principal.clientId);
+    if (!slot) {
       throw new HttpProblem(
         429,
         'rate_limited',
         { reason: 'too_many_streams', limit: slots.limit },
         { 'Retry-After': '5' },
       );
+    }
+    // Counting across processes goes to Redis: the client may have gone meanwhile, and no close would come.
+    if (res.destroyed) {
+      slot.release();
+      return;
     }
     const stream = new LiveStream(res, {
       projectId: principal.projectId,
@@ -119,7 +127,7 @@ export function liveRoutes(options: LiveRouteOptions): Router {
       expiresAtMs: principal.expiresAt * 1000,
       now: options.now,
       onClose: (s) => {
-        slots.release(principal.clientId);
+        slot.release();
         revocations?.forget(s);
         options.hub.detach(s);
       },
