@@ -80,6 +80,9 @@ const schema = z.object({
   // `devcloud serve` with the projector role and others: `process` runs the projectors in a child process of
   // their own (its own event loop and core), `inline` in the serving process (docs/performance.md).
   PROJECTOR_PROCESS: z.enum(['process', 'inline']).default('process'),
+  // Partitions of each heavy projector (state, telemetry) on a database that has none recorded yet; after
+  // that the recorded count stands and `devcloud projections partition` changes it (docs/deployment.md).
+  PROJECTOR_PARTITIONS: positiveInt.max(64).default(1),
   PROJECTION_IDLE_POLL_MS: positiveInt.default(500),
   // /health says degraded when a projector's oldest unprojected event is older than this (docs/projections.md).
   PROJECTION_LAG_DEGRADED_SECONDS: positiveInt.max(86_400).default(30),

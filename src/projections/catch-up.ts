@@ -5,11 +5,12 @@ import type { Projector } from './projector.js';
 import { commitBatch } from './runner.js';
 
 /**
- * Brings one projector up to the head the store had when the call began (or to `until`), batch by batch with
- * the same compare-and-set commit the runner uses, so it is safe next to a running server: a batch another
- * instance got in first is simply re-read from the checkpoint it left. Returns only once the checkpoint has
- * reached that position; an `until` not yet visible to readers (an older transaction still open) is waited
- * for, up to `timeoutMs`. Used by CLI reads and by tests.
+ * Brings one projector exactly to the head the store had when the call began (or to `until`), never past
+ * it, batch by batch with the same compare-and-set commit the runner uses, so it is safe next to a running
+ * server: a batch another instance got in first is simply re-read from the checkpoint it left. Returns only
+ * once the checkpoint has reached that position; an `until` not yet visible to readers (an older
+ * transaction still open) is waited for, up to `timeoutMs`. Used by CLI reads, by repartitioning (which
+ * needs every partition at one position) and by tests.
  */
 export async function catchUpProjector(
   pool: Pool,
@@ -22,6 +23,7 @@ export async function catchUpProjector(
   await installProjector(pool, projector);
   const target = until ?? (await store.headPosition());
   if (target === undefined) return;
+  const beyond = (position: string) => store.comparePositions(position, target) > 0;
   const deadline = Date.now() + timeoutMs;
   for (let pause = 5; ;) {
     const position = (await readCheckpoint(pool, projector.name))?.position;
@@ -32,7 +34,14 @@ export async function catchUpProjector(
       eventTypes: projector.eventTypes,
     });
     if (page.lastPosition !== undefined && page.lastPosition !== position) {
-      await commitBatch(pool, projector, position, page.events, page.lastPosition);
+      const events = page.events.filter((event) => !beyond(event.position));
+      await commitBatch(
+        pool,
+        projector,
+        position,
+        events,
+        beyond(page.lastPosition) ? target : page.lastPosition,
+      );
       continue;
     }
     if (Date.now() >= deadline) throw new Error(`projector ${projector.name}: ${target} not visible in time`);

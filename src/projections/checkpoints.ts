@@ -1,4 +1,5 @@
 import { inTransaction, type Pool, type PoolClient } from '../infra/postgres/pool.js';
+import { partitionOfName } from './partitions.js';
 import type { Projector } from './projector.js';
 
 export interface Checkpoint {
@@ -8,18 +9,43 @@ export interface Checkpoint {
   readonly updatedAt: Date;
 }
 
-/** Creates the projector's live tables and its checkpoint row if they are missing. */
+/**
+ * Creates the projector's live tables and its checkpoint row if they are missing. A partition's row is
+ * created only while its family has no checkpoint under another partitioning: a process started with a
+ * different partition count must not begin a second set from the start of the store (partitioning.ts
+ * changes the count).
+ */
 export async function installProjector(pool: Pool, projector: Projector): Promise<void> {
+  const family = projector.partition?.family ?? projector.name;
+  const count = projector.partition?.count ?? 1;
   await inTransaction(pool, async (client) => {
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`projector-install:${projector.name}`]);
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`projector-install:${family}`]);
     await client.query('SET LOCAL search_path = public');
     await client.query(projector.schemaSql);
+    const recorded = await recordedPartitionCount(client, family);
+    if (recorded !== undefined && recorded !== count) return;
     await client.query(
       `INSERT INTO projection.checkpoints (projector, position, version) VALUES ($1, NULL, $2)
        ON CONFLICT (projector) DO NOTHING`,
       [projector.name, projector.version],
     );
   });
+}
+
+/** The names of the checkpoints of a family: the whole projector's, or its partitions'. */
+export const FAMILY_CHECKPOINTS = `
+  SELECT projector, position FROM projection.checkpoints
+   WHERE projector = $1 OR (left(projector, length($1) + 1) = $1 || ':')
+   ORDER BY projector`;
+
+/** How many partitions a family's checkpoints were recorded for; undefined when it has none yet. */
+export async function recordedPartitionCount(
+  db: Pool | PoolClient,
+  family: string,
+): Promise<number | undefined> {
+  const { rows } = await db.query<{ projector: string }>(FAMILY_CHECKPOINTS, [family]);
+  if (rows.length === 0) return undefined;
+  return partitionOfName(rows[0]!.projector).count;
 }
 
 export async function readCheckpoint(db: Pool | PoolClient, name: string): Promise<Checkpoint | undefined> {

@@ -2,7 +2,8 @@ import type { EventStore } from '../eventstore/port.js';
 import type { Logger } from '../infra/logger.js';
 import type { Metrics } from '../infra/metrics.js';
 import type { Pool } from '../infra/postgres/pool.js';
-import { measureLag, type LagFigures, type ProjectionLag } from './lag.js';
+import { furthestBehind, measureLag, type LagFigures, type ProjectionLag } from './lag.js';
+import { partitionOfName } from './partitions.js';
 import type { Projector } from './projector.js';
 
 export interface LagMonitorOptions {
@@ -40,9 +41,15 @@ export class ProjectionLagMonitor implements LagFigures {
     await this.#running;
   }
 
-  /** The latest measurement of one projector; undefined before the first or for an unknown name. */
+  /**
+   * The latest measurement of one projector, or of a partitioned one as a whole (its furthest-behind
+   * partition, with the events all its partitions wait for); undefined before the first or for an unknown name.
+   */
   lagOf(projector: string): ProjectionLag | undefined {
-    return this.#latest.get(projector);
+    const whole = this.#latest.get(projector);
+    if (whole) return whole;
+    const partitions = this.all().filter((lag) => partitionOfName(lag.projector).family === projector);
+    return partitions.length === 0 ? undefined : furthestBehind(projector, partitions);
   }
 
   all(): ProjectionLag[] {

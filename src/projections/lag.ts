@@ -48,3 +48,14 @@ export async function measureLag(
     measuredAt: now,
   };
 }
+
+/**
+ * A partitioned projector's lag as one figure: its furthest-behind partition's. Each partition follows every
+ * event of the projector's types, so its count already covers the others' waiting events.
+ */
+export function furthestBehind(projector: string, partitions: readonly ProjectionLag[]): ProjectionLag {
+  const worst = partitions.reduce((a, b) =>
+    b.seconds > a.seconds || (b.events ?? 0) > (a.events ?? 0) ? b : a,
+  );
+  return { ...worst, projector };
+}

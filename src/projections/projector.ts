@@ -1,6 +1,13 @@
 import type { RecordedEvent } from '../eventstore/port.js';
 import type { PoolClient } from '../infra/postgres/pool.js';
 
+/** One partition of a partitioned projector (partitions.ts): its place among the family's `count`. */
+export interface Partition {
+  readonly family: string;
+  readonly index: number;
+  readonly count: number;
+}
+
 /**
  * A projector turns events of the global order into read-model rows. It owns its tables: `schemaSql`
  * creates them with unqualified names, so a rebuild can create fresh copies in a shadow schema and swap
@@ -19,6 +26,8 @@ export interface Projector {
    * retention, such as readings): a replay would silently lose that history, so rebuilds are refused.
    */
   readonly keepsHistoryBeyondRetention?: boolean;
+  /** Set on one partition of a partitioned projector (partitions.ts); absent on a whole projector. */
+  readonly partition?: Partition;
 }
 
 /** A rebuild was asked of a projector whose read model outlives the events it was built from. */

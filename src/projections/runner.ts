@@ -5,6 +5,7 @@ import { installProjector, lockCheckpoint, readCheckpoint, saveCheckpoint } from
 import type { Projector } from './projector.js';
 import { runElected } from '../infra/postgres/election.js';
 import { rebuildProjector } from './rebuild.js';
+import type { PartitionShare } from './partition-share.js';
 
 export interface RunnerOptions {
   readonly batchSize: number;
@@ -16,6 +17,8 @@ export interface RunnerOptions {
   readonly standbyRetryMs?: number;
   /** Called after each committed batch (metrics). */
   readonly onBatch?: (projector: string, events: number, lastPosition: string | undefined) => void;
+  /** Keeps this process to its fair share of a partitioned projector's partitions (partition-share.ts). */
+  readonly share?: PartitionShare;
 }
 
 /**
@@ -32,21 +35,43 @@ export async function runProjector(
 ) {
   const log = options.logger.child({ projector: projector.name });
   await installProjector(pool, projector);
+  const { partition } = projector;
+  const share = partition ? options.share : undefined;
+  // A checkpoint that is gone was repartitioned away (partitioning.ts): this process runs an old count.
+  const retired = new AbortController();
   await runElected(
     options.locks,
     `projector:${projector.name}`,
     async (leadership) => {
       const checkpoint = await readCheckpoint(pool, projector.name);
-      if (checkpoint && checkpoint.version < projector.version) {
-        log.info(
-          { from: checkpoint.version, to: projector.version },
-          'read model version changed: rebuilding',
+      if (!checkpoint) {
+        log.error(
+          'this projector has no checkpoint: its partitioning changed; restart this process to follow it',
         );
-        await rebuildProjector(pool, store, projector, { batchSize: options.batchSize, signal: leadership });
+        retired.abort();
+        return;
       }
-      await projectWhileLeading(pool, store, projector, { ...options, signal: leadership });
+      const seat = partition && share?.seat(partition);
+      const signal = seat ? AbortSignal.any([leadership, seat.signal]) : leadership;
+      try {
+        if (checkpoint.version < projector.version) {
+          log.info(
+            { from: checkpoint.version, to: projector.version },
+            'read model version changed: rebuilding',
+          );
+          await rebuildProjector(pool, store, projector, { batchSize: options.batchSize, signal });
+        }
+        await projectWhileLeading(pool, store, projector, { ...options, signal });
+      } finally {
+        seat?.release();
+      }
     },
-    { signal: options.signal, logger: log, standbyRetryMs: options.standbyRetryMs ?? 2000 },
+    {
+      signal: AbortSignal.any([options.signal, retired.signal]),
+      logger: log,
+      standbyRetryMs: options.standbyRetryMs ?? 2000,
+      mayLead: partition && share ? () => share.mayLead(partition) : undefined,
+    },
   );
 }
 

@@ -16,7 +16,8 @@ import { scheduledJobs } from '../scheduler/jobs.js';
 import { runScheduler } from '../scheduler/scheduler.js';
 import { openDatabase, type Database } from './database.js';
 import { ProjectorProcess } from './projector-process.js';
-import { allProjectors } from './projectors.js';
+import { allProjectors, partitioningOf } from './projectors.js';
+import { PartitionShare } from '../projections/partition-share.js';
 import { openClusterLimits, type ClusterLimits } from '../api/cluster-limits/index.js';
 
 export interface RunningService {
@@ -57,8 +58,9 @@ export async function startService(
     pool: database.pool,
     databaseUrl: database.url,
   });
+  const projectors = allProjectors(await partitioningOf(database.pool, config.PROJECTOR_PARTITIONS, logger));
   // Read-model tables exist before any role answers, even where no projector runs in this process.
-  for (const projector of allProjectors()) await installProjector(database.pool, projector);
+  for (const projector of projectors) await installProjector(database.pool, projector);
   const metrics = createMetrics();
   const background = new AbortController();
   const tasks: Promise<unknown>[] = [];
@@ -70,6 +72,7 @@ export async function startService(
     options.onProjectedBatch?.(name, events);
   };
   let projectorProcess: ProjectorProcess | undefined;
+  let share: PartitionShare | undefined;
   if (roles.includes('projector') && options.projectorProcessEntry) {
     projectorProcess = new ProjectorProcess({
       entry: options.projectorProcessEntry,
@@ -80,7 +83,10 @@ export async function startService(
     });
     projectorProcess.start();
   } else if (roles.includes('projector')) {
-    for (const projector of allProjectors()) {
+    share = projectors.some((p) => p.partition)
+      ? await PartitionShare.join(database.locks, logger)
+      : undefined;
+    for (const projector of projectors) {
       tasks.push(
         runProjector(database.readModels, store, projector, {
           batchSize: config.PROJECTION_BATCH_SIZE,
@@ -88,6 +94,7 @@ export async function startService(
           signal: background.signal,
           logger,
           onBatch: projectedBatch,
+          share,
         }),
       );
     }
@@ -117,7 +124,7 @@ export async function startService(
     lag = new ProjectionLagMonitor({
       pool: database.pool,
       store,
-      projectors: allProjectors(),
+      projectors,
       intervalMs: config.PROJECTION_LAG_INTERVAL_MS,
       logger,
       metrics,
@@ -166,6 +173,7 @@ export async function startService(
         await ingress?.close();
         background.abort();
         await Promise.allSettled([...tasks, projectorProcess?.stop()]);
+        await share?.leave();
         await store.close();
         await database.close();
         logger.info('stopped');

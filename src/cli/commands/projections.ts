@@ -2,7 +2,9 @@ import cliProgress from 'cli-progress';
 import { readCheckpoint } from '../../projections/checkpoints.js';
 import { RebuildRefused } from '../../projections/projector.js';
 import { rebuildProjector, type RebuildProgress } from '../../projections/rebuild.js';
-import { allProjectors } from '../../runtime/projectors.js';
+import { partitionsOf, MAX_PARTITIONS } from '../../projections/partitions.js';
+import { PartitionsInUse, repartition } from '../../projections/partitioning.js';
+import { allProjectors, PARTITIONABLE, partitioningOf } from '../../runtime/projectors.js';
 import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
@@ -27,14 +29,26 @@ export const projectionsCommands: CommandGroup = {
       options: JSON_OUTPUT,
       run: ({ out, args }) => projectionsRebuild(out, args[0]),
     }),
+    defineCommand({
+      name: 'partition',
+      args: ['NAME', 'COUNT'],
+      summary: 'split a heavy projector (state, telemetry) into COUNT partitions, or back into one',
+      details:
+        'Stop every projector process first: the command refuses while one still projects NAME. Each ' +
+        'current partition is brought to one common position, then the new partitions start from it, so ' +
+        'no event is lost or applied twice. Start the projector processes again afterwards.',
+      options: JSON_OUTPUT,
+      run: ({ out, args }) => projectionsPartition(out, args[0]!, args[1]!),
+    }),
   ],
 };
 
 async function projectionsStatus(out: Output): Promise<void> {
-  await withCliContext(async ({ database, store }) => {
+  await withCliContext(async ({ config, database, store }) => {
     const head = await store.headPosition();
     const projectors = [];
-    for (const projector of allProjectors()) {
+    const partitioning = await partitioningOf(database.pool, config.PROJECTOR_PARTITIONS);
+    for (const projector of allProjectors(partitioning)) {
       const checkpoint = await readCheckpoint(database.pool, projector.name);
       projectors.push({
         name: projector.name,
@@ -57,6 +71,35 @@ async function projectionsStatus(out: Output): Promise<void> {
         )
         .join('\n'),
     );
+  });
+}
+
+async function projectionsPartition(out: Output, name: string, countText: string): Promise<void> {
+  const family = PARTITIONABLE.find((p) => p.family === name);
+  if (!family)
+    throw new CliError(
+      `${name} cannot be partitioned; these can: ${PARTITIONABLE.map((p) => p.family).join(', ')}`,
+    );
+  const count = Number(countText);
+  if (!/^\d+$/.test(countText) || count < 1 || count > MAX_PARTITIONS)
+    throw new CliError(`COUNT must be a whole number from 1 to ${MAX_PARTITIONS}`);
+  await withCliContext(async ({ config, database, store }) => {
+    try {
+      const done = await repartition(database.pool, database.locks, store, family, count, {
+        batchSize: config.PROJECTION_BATCH_SIZE,
+      });
+      out.result(
+        { projector: name, from: done.from ?? null, to: done.to, position: done.position ?? null },
+        done.from === count
+          ? `${name} already runs in ${count} partition(s)`
+          : `${name}: ${done.from ?? 'none'} -> ${count} partition(s) (${partitionsOf(family, count)
+              .map((p) => p.name)
+              .join(', ')}), from position ${done.position ?? 'the start'}`,
+      );
+    } catch (error) {
+      if (error instanceof PartitionsInUse) throw new CliError(error.message);
+      throw error;
+    }
   });
 }
 

@@ -20,6 +20,8 @@ export interface ElectionOptions {
   readonly standbyRetryMs?: number;
   /** How often the active instance checks that its lock connection is alive. Default 5 s. */
   readonly livenessCheckMs?: number;
+  /** Asked before each try: false keeps this instance standing by without trying (a share already full). */
+  readonly mayLead?: () => boolean;
 }
 
 /**
@@ -37,6 +39,10 @@ export async function runElected(
   const { signal, logger } = options;
   while (!signal.aborted) {
     let leading = false;
+    if (options.mayLead && !options.mayLead()) {
+      await sleep(options.standbyRetryMs ?? 5000, undefined, { signal }).catch(() => undefined);
+      continue;
+    }
     try {
       const connection = await pool.connect();
       const leadership = new AbortController();

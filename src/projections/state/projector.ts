@@ -3,6 +3,7 @@ import { findCapability } from '../../domain/catalogue/index.js';
 import type { ConnectivityEvent } from '../../domain/connectivity/events.js';
 import { filedAt, type ReadingsRecordedData } from '../../domain/readings/index.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
+import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
 import { UPSERT_PRESENCE, UPSERT_STATE } from './sql.js';
 
@@ -69,6 +70,13 @@ export function stateProjector(): Projector {
     },
   };
 }
+
+/** Partitioned by device: a device's readings and connectivity changes land in the same partition. */
+export const stateFamily: PartitionableProjector = {
+  family: STATE_PROJECTOR_NAME,
+  create: (name) => ({ ...stateProjector(), name }),
+  keyOf: deviceKeyOf,
+};
 
 function presenceOf(presence: Map<string, Presence>, deviceId: string): Presence {
   let p = presence.get(deviceId);

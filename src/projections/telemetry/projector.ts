@@ -10,6 +10,7 @@ import {
 import type { SiteEvent } from '../../domain/sites/index.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
+import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
 import { LocalDays } from './local-days.js';
 import { foldBatch, type FoldedReading } from './batch-fold.js';
@@ -22,17 +23,29 @@ const FALLBACK_ZONE = 'UTC';
 
 const COUNTER_KEYS = CAPABILITIES.filter(isCounter).map((c) => c.key);
 
+export const TELEMETRY_PROJECTOR_NAME = 'telemetry';
+
+/**
+ * Partitioned by device; SiteCreated has no device, so every partition records the site's zone before any
+ * of its readings needs it (the zone table is shared and the insert is idempotent).
+ */
+export const telemetryFamily: PartitionableProjector = {
+  family: TELEMETRY_PROJECTOR_NAME,
+  create: (name) => telemetryProjector(name),
+  keyOf: (event) => (event.type === 'SiteCreated' ? undefined : deviceKeyOf(event)),
+};
+
 /**
  * Raw readings and 1m, 1h and 1d buckets from ReadingsRecorded; site zones from SiteCreated. A batch's
  * readings are folded per bucket in memory (batch-fold.ts), then stored with one statement: raw rows, one
  * upsert per touched bucket, and the applied position (sql.ts, RECORD_BATCH).
  */
-export function telemetryProjector(): Projector {
+export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
   // Sites never change zone, so what was once read stays true; it only saves a query per batch.
   const zones = new Map<string, string>();
   const days = new LocalDays();
   return {
-    name: 'telemetry',
+    name,
     version: 1,
     keepsHistoryBeyondRetention: true,
     eventTypes: ['ReadingsRecorded', 'SiteCreated'],
@@ -46,7 +59,7 @@ export function telemetryProjector(): Projector {
     ],
     schemaSql,
     async apply(events, db) {
-      const applied = (await db.query<{ position: string }>(APPLIED_POSITION)).rows[0]?.position;
+      const applied = (await db.query<{ position: string }>(APPLIED_POSITION, [name])).rows[0]?.position;
       const fresh = applied === undefined ? events : events.filter((e) => e.position > applied);
       if (fresh.length === 0) return;
       await recordSites(fresh, db, zones);
@@ -100,6 +113,7 @@ export function telemetryProjector(): Projector {
         buckets.map((b) => b.increase),
         fresh.at(-1)!.position,
         COUNTER_KEYS,
+        name,
       ]);
       if (rows.length === 0) return;
       // A late reading landed inside a counter bucket: rebuild its increase from the raw readings.

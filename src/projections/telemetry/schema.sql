@@ -1,7 +1,8 @@
 -- Telemetry read model (docs/telemetry.md). Every reading lands in telemetry_raw once and is folded into the
 -- buckets: pre-aggregated at write time, so a query never scans raw readings. "Once" is kept by
 -- telemetry_applied, the position of the last event applied, written in the same statement as the rows: an
--- event at or before it (a replay) is skipped as a whole. (Until migration 0301 a primary key over the
+-- event at or before it (a replay) is skipped as a whole. One row per projector name: each partition of a
+-- partitioned projector (docs/deployment.md) keeps its own. (Until migration 0301 a primary key over the
 -- event and the reading's place in it did that, at a unique check per reading.)
 CREATE TABLE IF NOT EXISTS telemetry_raw (
   device_id text COLLATE "C" NOT NULL,
@@ -45,7 +46,7 @@ CREATE TABLE IF NOT EXISTS telemetry_1h (LIKE telemetry_1m INCLUDING ALL) WITH (
 CREATE TABLE IF NOT EXISTS telemetry_1d (LIKE telemetry_1m INCLUDING ALL) WITH (fillfactor = 80);
 
 CREATE TABLE IF NOT EXISTS telemetry_applied (
-  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  projector text COLLATE "C" PRIMARY KEY,
   position text COLLATE "C" NOT NULL
 );
 

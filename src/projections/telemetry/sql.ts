@@ -51,13 +51,16 @@ const upsertBuckets = (name: string, table: string, resolution: string) => `
     RETURNING t.device_id, t.capability, t.bucket_start, t.increase
   )`;
 
-/** The position of the last event this read model applied: a replayed event at or before it is skipped. */
-export const APPLIED_POSITION = `SELECT position FROM telemetry_applied`;
+/**
+ * The position of the last event this projector ($1, a partition's own name) applied: a replayed event at
+ * or before it is skipped.
+ */
+export const APPLIED_POSITION = `SELECT position FROM telemetry_applied WHERE projector = $1`;
 
 /**
  * One batch in one statement: its readings appended to telemetry_raw in order of application ($1-$8), its
  * buckets ($9-$21, one row per bucket and resolution) merged into the 1m, 1h and 1d tables, and the
- * applied position ($22) moved. Returns the counter buckets ($23: counter keys) whose increase must be
+ * applied position ($22, of projector $24) moved. Returns the counter buckets ($23: counter keys) whose increase must be
  * recomputed.
  */
 export const RECORD_BATCH = `
@@ -78,8 +81,8 @@ export const RECORD_BATCH = `
                 last_ms, last_value, increase)
   ),
   applied AS (
-    INSERT INTO telemetry_applied (singleton, position) VALUES (true, $22)
-    ON CONFLICT (singleton) DO UPDATE SET position = excluded.position
+    INSERT INTO telemetry_applied (projector, position) VALUES ($24, $22)
+    ON CONFLICT (projector) DO UPDATE SET position = excluded.position
   ),${upsertBuckets('minutes', 'telemetry_1m', '1m')},${upsertBuckets('hours', 'telemetry_1h', '1h')},${upsertBuckets(
     'days',
     'telemetry_1d',
