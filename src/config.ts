@@ -42,6 +42,9 @@ const schema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and -, at most 64')
     .default('devcloud'),
+  // How often each broker node tells the others it is alive. The wills of a node silent for three of these
+  // are published by the others (at their next sweep, every four): 15 to 35 s after it died by default.
+  CLUSTER_HEARTBEAT_MS: positiveInt.min(100).max(60_000).default(5000),
   PUBLIC_BASE_URL: z.url().default('http://localhost:8080'),
   TRUST_PROXY_HOPS: z.coerce.number().int().min(0).max(10).default(0),
   RATE_LIMIT_PER_SECOND: positiveInt.default(30),

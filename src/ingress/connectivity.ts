@@ -9,7 +9,16 @@ const MAX_ATTEMPTS = 5;
 
 interface Known {
   readonly connectivity: Connectivity | undefined;
+  /** The agent connection the last change of a hub came from, when it came from one. */
+  readonly connectionId: string | undefined;
   readonly revision: ExpectedRevision;
+}
+
+/** The agent connection behind a hub's change: the connection that opened, or the one that ended. */
+export interface HubConnection {
+  readonly hubId: string;
+  /** Undefined for a will stored before connections were named: it is not fenced. */
+  readonly connectionId: string | undefined;
 }
 
 /**
@@ -17,6 +26,11 @@ interface Known {
  * comes from the device's connectivity stream (read once per process, then remembered), and every append
  * expects the revision it was decided on: an ingress instance that raced another one re-reads and decides
  * again, so the rule holds across instances too.
+ *
+ * A hub's changes from its agent's connection name that connection. An agent that connects again (on any
+ * broker node) is recorded even while still online, so its new connection is on record; the end of a
+ * connection that is not the last one on record (a will published late by a dead node's successor, a
+ * stale socket's close) changes nothing: `record` answers false, and the caller leaves the agent alone.
  */
 export class ConnectivityRecorder {
   readonly #store: EventStore;
@@ -32,21 +46,35 @@ export class ConnectivityRecorder {
     connectivity: Connectivity,
     cause: string,
     now: Date,
-  ): Promise<void> {
+    connection?: HubConnection,
+  ): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
-      const changes: { deviceId: string; expected: ExpectedRevision }[] = [];
+      if (connection && connectivity !== 'online' && (await this.#isSuperseded(connection))) return false;
+      const changes: { deviceId: string; expected: ExpectedRevision; connectionId: string | undefined }[] =
+        [];
       for (const deviceId of new Set(deviceIds)) {
         const known = this.#known.get(deviceId) ?? (await this.#load(deviceId));
-        if (known.connectivity !== connectivity) changes.push({ deviceId, expected: known.revision });
+        const connectionId = deviceId === connection?.hubId ? connection.connectionId : undefined;
+        const reconnected =
+          connectivity === 'online' && connectionId !== undefined && known.connectionId !== connectionId;
+        if (known.connectivity !== connectivity || reconnected)
+          changes.push({ deviceId, expected: known.revision, connectionId });
       }
-      if (changes.length === 0) return;
+      if (changes.length === 0) return true;
       const observedAt = now.toISOString();
       try {
         const results = await this.#store.appendMany(
-          changes.map(({ deviceId, expected }) => {
+          changes.map(({ deviceId, expected, connectionId }) => {
             const event: ConnectivityEvent = {
               type: 'DeviceConnectivityChanged',
-              data: { deviceId, projectId, connectivity, observedAt, cause },
+              data: {
+                deviceId,
+                projectId,
+                connectivity,
+                observedAt,
+                cause,
+                ...(connectionId && { connectionId }),
+              },
             };
             return {
               streamName: connectivityStreamName(deviceId),
@@ -55,24 +83,38 @@ export class ConnectivityRecorder {
             };
           }),
         );
-        changes.forEach(({ deviceId }, i) =>
-          this.#known.set(deviceId, { connectivity, revision: results[i]!.nextRevision }),
+        changes.forEach(({ deviceId, connectionId }, i) =>
+          this.#known.set(deviceId, { connectivity, connectionId, revision: results[i]!.nextRevision }),
         );
-        return;
+        return true;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
         // Another instance recorded a change since: forget what this one remembered and decide again.
         for (const { deviceId } of changes) this.#known.delete(deviceId);
+        if (connection) this.#known.delete(connection.hubId);
       }
     }
+  }
+
+  /** Whether the hub is online through a connection other than this one. */
+  async #isSuperseded({ hubId, connectionId }: HubConnection): Promise<boolean> {
+    if (connectionId === undefined) return false;
+    const known = this.#known.get(hubId) ?? (await this.#load(hubId));
+    return (
+      known.connectivity === 'online' &&
+      known.connectionId !== undefined &&
+      known.connectionId !== connectionId
+    );
   }
 
   async #load(deviceId: string): Promise<Known> {
     const events = await this.#store.readStream(connectivityStreamName(deviceId));
     const last = events.at(-1);
-    const known: Known = last
-      ? { connectivity: (last.data as ConnectivityEvent['data']).connectivity, revision: last.revision }
-      : { connectivity: undefined, revision: 'no_stream' };
+    const data = last?.data as ConnectivityEvent['data'] | undefined;
+    const known: Known =
+      last && data
+        ? { connectivity: data.connectivity, connectionId: data.connectionId, revision: last.revision }
+        : { connectivity: undefined, connectionId: undefined, revision: 'no_stream' };
     this.#known.set(deviceId, known);
     return known;
   }

@@ -31,6 +31,7 @@ export interface IngressDependencies {
     | 'MQTT_PUBLIC_URL'
     | 'CLUSTER_REDIS_URL'
     | 'CLUSTER_NAMESPACE'
+    | 'CLUSTER_HEARTBEAT_MS'
     | 'READINGS_BATCH_WINDOW_MS'
     | 'READINGS_BATCH_MAX_MESSAGES'
     | 'READINGS_QUOTA_PER_SECOND'
@@ -103,7 +104,13 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     onRejected: (reason) => metrics.mqttRejected.inc({ reason }),
     logger,
     ...(config.CLUSTER_REDIS_URL
-      ? { cluster: { redisUrl: config.CLUSTER_REDIS_URL, namespace: config.CLUSTER_NAMESPACE } }
+      ? {
+          cluster: {
+            redisUrl: config.CLUSTER_REDIS_URL,
+            namespace: config.CLUSTER_NAMESPACE,
+            heartbeatMs: config.CLUSTER_HEARTBEAT_MS,
+          },
+        }
       : {}),
   });
   commands.attach(broker);

@@ -4,7 +4,7 @@ import { canonicalIeeeAddr, type JoinOutcome } from '../domain/pairing/index.js'
 import type { EventStore } from '../eventstore/port.js';
 import { joinCandidate } from '../pairing/candidates.js';
 import type { AgentDirectory, AgentRecord } from './broker/agent-directory.js';
-import type { UplinkHandler } from './broker/gate.js';
+import type { UplinkConnection, UplinkHandler } from './broker/gate.js';
 import { RejectedMessage } from './broker/rejected-message.js';
 import { parseUplinkPayload, type UplinkPayloads } from './broker/topics.js';
 import type { ConnectivityRecorder } from './connectivity.js';
@@ -41,38 +41,53 @@ export interface UplinkDependencies {
  */
 export function uplinkDispatch(deps: UplinkDependencies): {
   onUplink: UplinkHandler;
-  onAgentOffline: (agentId: string) => Promise<void>;
+  onAgentOffline: (agentId: string, connectionId: string) => Promise<void>;
 } {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger.child({ component: 'uplink' });
 
-  const agentOffline = (agent: AgentRecord) => {
+  /**
+   * The agent's connection `connectionId` ended: closed here, or its will published after its node died.
+   * Nothing changes if the agent is online through a newer connection since (ConnectivityRecorder).
+   */
+  const connectionEnded = async (agent: AgentRecord, connection: UplinkConnection) => {
+    const hub = { hubId: agent.hubId, connectionId: connection.id };
+    // A connection of this node is gone from it whatever the fence says: this node sends it nothing more.
+    if (connection.ended) deps.commands.agentOffline(agent.agentId);
+    const at = now();
+    if (
+      !(await deps.connectivity.record(agent.projectId, [agent.hubId], 'offline', 'agent_offline', at, hub))
+    ) {
+      logger.info(
+        { agentId: agent.agentId },
+        'the end of an older connection ignored: the agent is online again',
+      );
+      return;
+    }
     deps.commands.agentOffline(agent.agentId);
-    return Promise.all([
-      deps.connectivity.record(agent.projectId, [agent.hubId], 'offline', 'agent_offline', now()),
-      // The devices may be fine; the cloud just cannot reach them while their agent is away.
-      deps.connectivity.record(agent.projectId, children(agent), 'unreachable', 'agent_offline', now()),
-    ]);
+    // The devices may be fine; the cloud just cannot reach them while their agent is away.
+    await deps.connectivity.record(agent.projectId, children(agent), 'unreachable', 'agent_offline', at, hub);
   };
 
   const onUplink: UplinkHandler = async (agent, topic, payload, connection) => {
     switch (topic.kind) {
       case 'readings':
-        return deps.readings.ingest(agent, topic.deviceId, payload, connection);
+        return deps.readings.ingest(agent, topic.deviceId, payload, connection.ended);
       case 'deviceStatus': {
         const status = parseUplinkPayload(topic, payload).payload;
-        return deps.connectivity.record(
+        await deps.connectivity.record(
           agent.projectId,
           [topic.deviceId],
           status.state,
           'device_reported',
           now(),
         );
+        return;
       }
       case 'agentStatus': {
         const status = parseUplinkPayload(topic, payload).payload;
         if (status.state === 'offline') {
-          await agentOffline(agent);
+          await connectionEnded(agent, connection);
           return;
         }
         await deps.connectivity.record(
@@ -81,6 +96,7 @@ export function uplinkDispatch(deps: UplinkDependencies): {
           'online',
           'agent_connected',
           now(),
+          { hubId: agent.hubId, connectionId: connection.id },
         );
         deps.onAgentOnline(agent);
         return;
@@ -118,10 +134,11 @@ export function uplinkDispatch(deps: UplinkDependencies): {
 
   return {
     onUplink,
-    async onAgentOffline(agentId) {
+    async onAgentOffline(agentId, connectionId) {
       deps.commands.agentOffline(agentId);
       const agent = await deps.directory.getAgent(agentId);
-      if (agent) await agentOffline(agent);
+      // The connection closed here, so it has ended already.
+      if (agent) await connectionEnded(agent, { id: connectionId, ended: AbortSignal.abort() });
     },
   };
 }

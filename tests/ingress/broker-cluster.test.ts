@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { Redis } from 'ioredis';
 import type { MqttClient } from 'mqtt';
 import { freePort } from '../../src/infra/ports.js';
 import { REDIS_URL, dropNamespace, redisProxy, requireRedis, testNamespace } from '../support/redis.js';
@@ -132,6 +133,33 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
     expect(one.offline).to.deep.equal([A]);
     expect(two.offline).to.deep.equal([]);
     expect(movedAway).to.deep.equal({ one: [], two: [A] });
+  });
+
+  it('a will is stored for every node naming the connection it speaks for; the disconnect names it too', async function () {
+    const agent = await agentOn(one);
+    await within(
+      agent.publishAsync(`dc/v1/agents/${A}/status`, JSON.stringify({ state: 'online' }), { qos: 1 }),
+      WAIT_MS,
+      'PUBACK',
+    );
+    const connectionId = one.uplinks.find((u) => u.topic.kind === 'agentStatus')?.connectionId;
+    expect(connectionId, 'the session named its connection').to.be.a('string').with.length.above(8);
+    // What a node that outlives this one would publish if this one died: the stored will, stamped.
+    const redis = new Redis(REDIS_URL);
+    try {
+      const [key] = await redis.keys(`${namespace}:will:*:${A}`);
+      expect(key, 'a will stored under the namespace').to.be.a('string');
+      const stored = await redis.getBuffer(key!);
+      expect(
+        stored?.includes(Buffer.from(connectionId!)),
+        'the stored will carries the connection id',
+      ).to.equal(true);
+    } finally {
+      redis.disconnect();
+    }
+    await within(agent.endAsync(), WAIT_MS, 'clean disconnect');
+    await eventually(() => one.offline.length > 0, 'node one reported the agent offline');
+    expect(one.offlineConnections).to.deep.equal([connectionId]);
   });
 
   it('a node whose Redis cannot be reached refuses to start, naming why', async function () {

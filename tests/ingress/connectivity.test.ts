@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import sinon from 'sinon';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { ConnectivityRecorder, connectivityStreamName } from '../../src/ingress/connectivity.js';
 import type { TestDatabase } from '../support/database.js';
@@ -43,5 +44,71 @@ describe('connectivity recorder', () => {
     await a.record('prj_1', ['dev_c'], 'offline', 'device_reported', at);
     await b.record('prj_1', ['dev_c'], 'offline', 'device_reported', at);
     expect(await states('dev_c')).to.deep.equal(['online', 'offline']);
+  });
+
+  const hubEvents = async (deviceId: string) =>
+    (await store.readStream(connectivityStreamName(deviceId))).map((e) => {
+      const data = e.data as { connectivity: string; connectionId?: string };
+      return `${data.connectivity} ${data.connectionId ?? '-'}`;
+    });
+
+  it('fences the end of an older connection: the hub stays online through its newer one', async () => {
+    const recorder = new ConnectivityRecorder(store);
+    const at = new Date();
+    const first = { hubId: 'hub_f', connectionId: 'c1' };
+    const second = { hubId: 'hub_f', connectionId: 'c2' };
+    expect(
+      await recorder.record('prj_1', ['hub_f', 'dev_f'], 'online', 'agent_connected', at, first),
+    ).to.equal(true);
+    // The agent connects again before its first connection's end is known: the new connection goes on record.
+    await recorder.record('prj_1', ['hub_f', 'dev_f'], 'online', 'agent_connected', at, second);
+    expect(await recorder.record('prj_1', ['hub_f'], 'offline', 'agent_offline', at, first)).to.equal(false);
+    expect(await recorder.record('prj_1', ['dev_f'], 'unreachable', 'agent_offline', at, first)).to.equal(
+      false,
+    );
+    expect(await hubEvents('hub_f')).to.deep.equal(['online c1', 'online c2']);
+    expect(await states('dev_f')).to.deep.equal(['online']);
+    // Its own end is recorded; a will that never named its connection is not fenced.
+    expect(await recorder.record('prj_1', ['hub_f'], 'offline', 'agent_offline', at, second)).to.equal(true);
+    expect(await hubEvents('hub_f')).to.deep.equal(['online c1', 'online c2', 'offline c2']);
+    await recorder.record('prj_1', ['hub_f'], 'online', 'agent_connected', at, {
+      hubId: 'hub_f',
+      connectionId: 'c3',
+    });
+    expect(
+      await recorder.record('prj_1', ['hub_f'], 'offline', 'last_will', at, {
+        hubId: 'hub_f',
+        connectionId: undefined,
+      }),
+    ).to.equal(true);
+    expect((await hubEvents('hub_f')).at(-1)).to.equal('offline -');
+  });
+
+  it('fences across nodes: a node that remembers the old connection re-reads on conflict and records nothing', async () => {
+    const old = new ConnectivityRecorder(store); // the node the agent left, or the one publishing its will
+    const now = new ConnectivityRecorder(store); // the node the agent is connected to
+    const at = new Date();
+    await old.record('prj_1', ['hub_g', 'dev_g'], 'online', 'agent_connected', at, {
+      hubId: 'hub_g',
+      connectionId: 'a',
+    });
+    await now.record('prj_1', ['hub_g', 'dev_g'], 'online', 'agent_connected', at, {
+      hubId: 'hub_g',
+      connectionId: 'b',
+    });
+    const appends = sinon.spy(store, 'appendMany');
+    try {
+      expect(
+        await old.record('prj_1', ['hub_g'], 'offline', 'agent_offline', at, {
+          hubId: 'hub_g',
+          connectionId: 'a',
+        }),
+      ).to.equal(false);
+      // It did try on what it remembered, and the store refused: the fence held on the re-read.
+      expect(appends.callCount, 'appends tried from the stale memory').to.equal(1);
+    } finally {
+      appends.restore();
+    }
+    expect(await hubEvents('hub_g')).to.deep.equal(['online a', 'online b']);
   });
 });

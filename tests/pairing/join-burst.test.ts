@@ -82,6 +82,7 @@ describe('a burst of candidates joining one hub', function () {
           capabilities: ['binary.switch'],
         }),
       ),
+      { id: 'conn_test' },
     );
 
   const agentOf = (hubId: string): AgentRecord => ({

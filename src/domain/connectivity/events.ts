@@ -19,6 +19,11 @@ export const DeviceConnectivityChanged = defineEvent(
     observedAt: z.iso.datetime(),
     /** Why, in a word: agent_connected, agent_offline, last_will, device_reported. */
     cause: z.string().max(64),
+    /**
+     * On a hub's change from its agent connecting or going away: the broker connection it came from. An
+     * "offline" from an older connection (a late will from a dead broker node) is fenced off by it.
+     */
+    connectionId: z.string().max(64).optional(),
   }),
   'forever',
 );

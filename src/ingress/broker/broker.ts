@@ -26,7 +26,7 @@ export interface BrokerOptions {
   /** Runs before the PUBACK; see AgentGate for what its outcomes mean. */
   readonly onUplink: UplinkHandler;
   /** A registered agent connection ended (clean disconnect, network loss, revoke, expiry). */
-  readonly onAgentOffline: (agentId: string) => Promise<void>;
+  readonly onAgentOffline: (agentId: string, connectionId: string) => Promise<void>;
   /** The agent's connection here was taken over by one on another broker node: it is not offline. */
   readonly onAgentMovedAway?: (agentId: string) => void;
   /** Metrics hook: every refusal, unthrottled. */
@@ -103,7 +103,13 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     id,
     ...gate.hooks(),
     connectTimeout: connectTimeoutMs,
-    ...(backplane ? { mq: backplane.mq, persistence: backplane.persistence } : {}),
+    ...(backplane
+      ? {
+          mq: backplane.mq,
+          persistence: backplane.persistence,
+          heartbeatInterval: options.cluster!.heartbeatMs ?? 5000,
+        }
+      : {}),
   }).catch(async (error: unknown) => {
     await backplane?.destroy();
     throw error;

@@ -16,6 +16,8 @@ export interface BrokerCluster {
   readonly namespace: string;
   /** How long start-up waits for Redis before it fails; default 10 s. */
   readonly connectTimeoutMs?: number;
+  /** How often this node says it is alive; a node silent for three of these has its wills published. */
+  readonly heartbeatMs?: number;
 }
 
 interface Message {

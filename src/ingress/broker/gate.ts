@@ -22,18 +22,33 @@ import {
   type UplinkTopic,
 } from './topics.js';
 
-/** `connection` is aborted when the connection that published the message ends (absent for an orphan will). */
+/**
+ * The agent connection a message came over: its id (sessions.ts), and `ended`, aborted when it closes. A
+ * will published after its connection is gone (its broker node died) has no `ended`, and an id only if the
+ * node that stored it named its connections.
+ */
+export interface UplinkConnection {
+  readonly id: string | undefined;
+  readonly ended?: AbortSignal;
+}
+
 export type UplinkHandler = (
   agent: AgentRecord,
   topic: UplinkTopic,
   payload: Buffer,
-  connection?: AbortSignal,
+  connection: UplinkConnection,
 ) => Promise<void>;
+
+/** A will as the broker stores it for its connection: stamped with the connection's id at authentication. */
+interface StampedWill {
+  connectionId?: unknown;
+}
 
 export interface GateOptions {
   readonly directory: AgentDirectory;
   readonly onUplink: UplinkHandler;
-  readonly onAgentOffline: (agentId: string) => Promise<void>;
+  /** The agent's connection `connectionId` ended here. */
+  readonly onAgentOffline: (agentId: string, connectionId: string) => Promise<void>;
   readonly onAgentMovedAway?: (agentId: string) => void;
   readonly sessions: AgentSessions;
   readonly rejections: Rejections;
@@ -133,7 +148,7 @@ export class AgentGate {
     }
     const previous = this.#offline.get(agentId) ?? Promise.resolve();
     const current = previous
-      .then(() => this.#options.onAgentOffline(agentId))
+      .then(() => this.#options.onAgentOffline(agentId, session.connectionId))
       .catch((error: unknown) => {
         this.#options.logger.error({ err: error, agentId }, 'marking agent offline failed');
       });
@@ -182,17 +197,24 @@ export class AgentGate {
     }
     // Gone while we waited: its close has run already and would never release a session opened now.
     if (client.closed) throw refusal(NOT_AUTHORIZED, 'connection closed during authentication');
-    sessions.open(client, agent, peer.certificateNotAfter, () => {
+    const session = sessions.open(client, agent, peer.certificateNotAfter, () => {
       rejections.report('certificate_expired', agentId, 'certificate expired while connected');
       client.close();
     });
+    // aedes stores the will after authentication (with every node when clustered), this very object: a
+    // node that publishes it after this one died can tell which connection it speaks for.
+    if (intent.will) (intent.will as StampedWill).connectionId = session.connectionId;
   }
 
   async #authorizePublish(client: Client | null, packet: PublishPacket): Promise<void> {
-    if (client === null) return this.#orphanWill(packet);
     // aedes publishes a will from close(), after marking the client closed. The disconnect handler
     // reports the agent offline already; refusing here keeps the will off the router.
-    if (client.closed) throw new Error('will handled as an agent disconnect');
+    if (client?.closed) throw new Error('will handled as an agent disconnect');
+    // A stored will of a node that died comes with the agent's live client when the agent has reconnected
+    // to this node since: it still speaks only for the connection that stored it.
+    const stamped = (packet as StampedWill).connectionId;
+    if (client === null || typeof stamped === 'string')
+      return this.#orphanWill(packet, typeof stamped === 'string' ? stamped : undefined);
 
     // A connection already destroyed (oversized packet, revoke) may still have packets parsed from its
     // last read; they can never be acknowledged, so they must not be handled either.
@@ -224,7 +246,10 @@ export class AgentGate {
     if (pendingOffline) await pendingOffline;
     const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
     try {
-      await this.#options.onUplink(session.agent, decision.topic, payload, session.ended.signal);
+      await this.#options.onUplink(session.agent, decision.topic, payload, {
+        id: session.connectionId,
+        ended: session.ended.signal,
+      });
     } catch (error) {
       // The connection ended while the handler waited (a readings quota): no PUBACK was possible anyway.
       if (session.ended.signal.aborted && isAbort(error)) throw error;
@@ -299,13 +324,13 @@ export class AgentGate {
    * A will left behind by a broker instance that died, published by a surviving one (aedes calls this
    * with no client). Only the agent status will is ever stored, so anything else is refused.
    */
-  async #orphanWill(packet: PublishPacket): Promise<void> {
+  async #orphanWill(packet: PublishPacket, connectionId: string | undefined): Promise<void> {
     const topic = parseUplinkTopic(packet.topic);
     if (!topic || topic.kind !== 'agentStatus') throw new Error('unexpected will');
     const agent = await this.#options.directory.getAgent(topic.agentId);
     if (!agent) throw new Error('will of an unknown agent');
     const payload = Buffer.isBuffer(packet.payload) ? packet.payload : Buffer.from(packet.payload);
-    await this.#options.onUplink(agent, topic, payload);
+    await this.#options.onUplink(agent, topic, payload, { id: connectionId });
   }
 
   #authorizeSubscribe(client: Client, subscription: Subscription): Subscription | null {

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import type { Client } from 'aedes';
 import type { AgentGrant } from './acl.js';
@@ -23,6 +24,8 @@ export interface AgentSession {
   readonly ended: AbortController;
   /** The agent connected to another broker node, which closes this connection: it is not going offline. */
   movedAway: boolean;
+  /** Names this connection in the connectivity it records, across every broker node (connectivity.ts). */
+  readonly connectionId: string;
 }
 
 // setTimeout cannot wait longer than this (about 24.8 days); longer waits are re-armed.
@@ -75,6 +78,7 @@ export class AgentSessions {
       expiryTimer: undefined,
       ended: endedSignal(),
       movedAway: false,
+      connectionId: randomUUID(),
     };
     this.#byClient.set(client, session);
     let sessions = this.#byAgent.get(agent.agentId);

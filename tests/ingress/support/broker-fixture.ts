@@ -75,6 +75,10 @@ export interface RecordedUplink {
   readonly agentId: string;
   readonly topic: UplinkTopic;
   readonly payload: string;
+  /** The connection it came over (a will: the connection that stored it). */
+  readonly connectionId: string | undefined;
+  /** False for a will published after its connection's node was gone. */
+  readonly live: boolean;
 }
 
 export interface BrokerFixture {
@@ -83,6 +87,8 @@ export interface BrokerFixture {
   readonly directory: FakeDirectory;
   readonly uplinks: RecordedUplink[];
   readonly offline: string[];
+  /** The connection each offline was reported for, in the same order. */
+  readonly offlineConnections: string[];
   /** Uplinks and offlines in the order the handlers finished them: `<kind> <agentId>`, `offline <agentId>`. */
   readonly events: string[];
   readonly rejections: Array<{ reason: RejectionReason; agentId: string | undefined }>;
@@ -133,6 +139,7 @@ export async function startBrokerFixture(overrides: Partial<BrokerOptions> = {})
   const directory = new FakeDirectory();
   const uplinks: RecordedUplink[] = [];
   const offline: string[] = [];
+  const offlineConnections: string[] = [];
   const events: string[] = [];
   const rejections: BrokerFixture['rejections'] = [];
   const clients: MqttClient[] = [];
@@ -144,6 +151,7 @@ export async function startBrokerFixture(overrides: Partial<BrokerOptions> = {})
     directory,
     uplinks,
     offline,
+    offlineConnections,
     events,
     rejections,
     uplinkBehaviour: async (_agentId, topic, payload) => {
@@ -201,14 +209,21 @@ export async function startBrokerFixture(overrides: Partial<BrokerOptions> = {})
     directory,
     logger: pino({ level: 'silent' }),
     connectTimeoutMs: WAIT_MS,
-    onUplink: async (agent, topic, payload) => {
+    onUplink: async (agent, topic, payload, connection) => {
       await fixture.uplinkBehaviour(agent.agentId, topic, payload);
-      uplinks.push({ agentId: agent.agentId, topic, payload: payload.toString('utf8') });
+      uplinks.push({
+        agentId: agent.agentId,
+        topic,
+        payload: payload.toString('utf8'),
+        connectionId: connection.id,
+        live: connection.ended !== undefined,
+      });
       events.push(`${topic.kind} ${agent.agentId}`);
     },
-    onAgentOffline: async (agentId) => {
+    onAgentOffline: async (agentId, connectionId) => {
       await fixture.offlineBehaviour(agentId);
       offline.push(agentId);
+      offlineConnections.push(connectionId);
       events.push(`offline ${agentId}`);
     },
     onRejected: (reason, agentId) => rejections.push({ reason, agentId }),
