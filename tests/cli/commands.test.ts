@@ -12,6 +12,7 @@ const EXPECTED: Record<string, string[]> = {
   migrate: ['--json'],
   'projections status': ['--json'],
   'projections rebuild': ['--json'],
+  'projections partition': ['--json'],
   'project create': ['--name', '--json'],
   'client create': ['--project', '--scopes', '--auth', '--name', '--json'],
   'client list': ['--project', '--json'],

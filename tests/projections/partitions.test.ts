@@ -25,6 +25,7 @@ import { runProjector } from '../../src/projections/runner.js';
 import { stateFamily } from '../../src/projections/state/projector.js';
 import { telemetryFamily } from '../../src/projections/telemetry/projector.js';
 import type { TestDatabase } from '../support/database.js';
+import { devcloud } from '../support/devcloud.js';
 import { closeEventStore, eventStoreOver, openEventStore } from '../support/event-store.js';
 import { recordReadings } from '../support/readings.js';
 
@@ -277,6 +278,38 @@ describe('partitioned projectors on PostgreSQL', () => {
     // A process started with another count neither projects nor records a second set of checkpoints.
     for (const projector of partitionsOf(stateFamily, 3)) await installProjector(db.pool, projector);
     expect(await readCheckpoint(db.pool, 'state:0/3')).to.equal(undefined);
+  });
+
+  it('devcloud projections partition: changes the count, refuses a light read model, a bad count and a busy one', async () => {
+    await createSites();
+    await readingsAt(0);
+    await catchUpAll(partitionsOf(telemetryFamily, 1));
+    const changed = await devcloud({ db }, 'projections', 'partition', 'telemetry', '4', '--json');
+    expect(changed.code, changed.stderr).to.equal(0);
+    const result = JSON.parse(changed.stdout) as { from: number; to: number; position: string };
+    expect(result).to.include({ projector: 'telemetry', from: 1, to: 4 });
+    expect(result.position).to.equal((await readCheckpoint(db.pool, 'telemetry:3/4'))?.position);
+    expect(await readCheckpoint(db.pool, 'telemetry')).to.equal(undefined);
+
+    const light = await devcloud({ db }, 'projections', 'partition', 'devices', '2');
+    expect(light).to.deep.include({ code: 1, stdout: '' });
+    expect(light.stderr).to.equal('devcloud: devices cannot be partitioned; these can: state, telemetry\n');
+    for (const count of ['0', '65', '2.5', 'two']) {
+      const bad = await devcloud({ db }, 'projections', 'partition', 'telemetry', count);
+      expect(bad.stderr, count).to.equal('devcloud: COUNT must be a whole number from 1 to 64\n');
+    }
+    const holder = await db.locks.connect();
+    try {
+      await holder.query('SELECT pg_advisory_lock(hashtext($1))', ['projector:telemetry:2/4']);
+      const busy = await devcloud({ db }, 'projections', 'partition', 'telemetry', '2');
+      expect(busy.code).to.equal(1);
+      expect(busy.stderr).to.equal(
+        'devcloud: telemetry:2/4 is being projected by a running process: stop every projector process first\n',
+      );
+    } finally {
+      holder.release(true);
+    }
+    expect(await recordedPartitionCount(db.pool, 'telemetry')).to.equal(4);
   });
 
   it("shares 4 partitions between two processes and hands a dead one's partitions over", async () => {
