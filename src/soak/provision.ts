@@ -52,6 +52,25 @@ export async function provisionSimulatedAgent(
   store: EventStore,
   options: { dataDir: string; brokerUrl: string; seed: number; devices: number; timezone?: string },
 ): Promise<{ projectId: string; hubId: string; files: AgentFiles }> {
+  const { projectId, agents } = await provisionSimulatedAgents(store, { ...options, agents: 1 });
+  return { projectId, ...agents[0]! };
+}
+
+/**
+ * `agents` agents of one project and site, as provisionSimulatedAgent makes one: agent `i` under
+ * `dataDir/agent` (the first) or `dataDir/agent-<i>`, its fleet from seed `seed + i`.
+ */
+export async function provisionSimulatedAgents(
+  store: EventStore,
+  options: {
+    dataDir: string;
+    brokerUrl: string;
+    seed: number;
+    devices: number;
+    agents: number;
+    timezone?: string;
+  },
+): Promise<{ projectId: string; agents: { hubId: string; files: AgentFiles; seed: number }[] }> {
   const { projectId } = await createProject(store, { name: 'simulated fleet' });
   const { siteId } = await createSite(store, {
     projectId,
@@ -59,15 +78,20 @@ export async function provisionSimulatedAgent(
     timezone: options.timezone ?? 'Europe/Madrid',
   });
   const authority = await loadOrCreateAuthority(path.join(options.dataDir, 'pki'));
-  const agent = await registerAgent(store, authority, { projectId, siteId });
-  const dir = path.join(options.dataDir, 'agent');
-  await writeAgentFiles(dir, agentFilesFor(agent, authority.certificatePem, options.brokerUrl));
-  await adoptSimulatedFleet(store, {
-    projectId,
-    hubId: agent.hubId,
-    seed: options.seed,
-    devices: options.devices,
-    now: new Date(),
-  });
-  return { projectId, hubId: agent.hubId, files: await readAgentFiles(dir) };
+  const agents = [];
+  for (let i = 0; i < options.agents; i++) {
+    const agent = await registerAgent(store, authority, { projectId, siteId });
+    const dir = path.join(options.dataDir, i === 0 ? 'agent' : `agent-${i}`);
+    await writeAgentFiles(dir, agentFilesFor(agent, authority.certificatePem, options.brokerUrl));
+    const seed = options.seed + i;
+    await adoptSimulatedFleet(store, {
+      projectId,
+      hubId: agent.hubId,
+      seed,
+      devices: options.devices,
+      now: new Date(),
+    });
+    agents.push({ hubId: agent.hubId, files: await readAgentFiles(dir), seed });
+  }
+  return { projectId, agents };
 }

@@ -20,12 +20,16 @@ export class ServiceProcess {
   #exited: Promise<unknown> | undefined;
   #stderr: string[] = [];
   #ready = false;
+  readonly #keep: RegExp | undefined;
+  /** The log lines that matched `keep`, with when they were read and in which run (1 for the first start). */
+  readonly kept: { readonly atMs: number; readonly line: string; readonly run: number }[] = [];
   starts = 0;
   kills = 0;
 
-  constructor(roles: readonly Role[], env: NodeJS.ProcessEnv) {
+  constructor(roles: readonly Role[], env: NodeJS.ProcessEnv, options: { keep?: RegExp } = {}) {
     this.roles = roles;
     this.#env = env;
+    this.#keep = options.keep;
   }
 
   get running(): boolean {
@@ -48,9 +52,17 @@ export class ServiceProcess {
     });
     this.#ready = false;
     let pending = '';
+    let partial = '';
+    const run = this.starts + 1;
     child.stdout!.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8');
+      if (this.#keep) {
+        const lines = (partial + text).split('\n');
+        partial = lines.pop()!;
+        for (const line of lines) if (this.#keep.test(line)) this.kept.push({ atMs: Date.now(), line, run });
+      }
       if (this.#ready) return;
-      pending = (pending + chunk.toString('utf8')).slice(-4096);
+      pending = (pending + text).slice(-4096);
       if (pending.includes(STARTED)) this.#ready = true;
     });
     child.stderr!.on('data', (chunk: Buffer) => {
