@@ -148,35 +148,38 @@ describe('scale-out: 2 ingress, 2 api, 2 projector (P = 4) and 2 scheduler proce
 
     // 1. Broker A dies. Agent DEAD loses its network for good at the same moment; the others reconnect to B.
     fronts[DEAD]!.block();
+    const brokerKilledAt = Date.now();
     await brokerA.kill();
-    const reconnectedMs = await until(
-      'every other agent reconnected to broker B',
-      BOUNDS_MS.brokerReconnect,
-      () => sims.every((sim, i) => i === DEAD || (sim.stats().connected && fronts[i]!.connectedTo[0] === 1)),
+    await until('every other agent reconnected to broker B', BOUNDS_MS.brokerReconnect, () =>
+      sims.every((sim, i) => i === DEAD || (sim.stats().connected && fronts[i]!.connectedTo[0] === 1)),
     );
     // B publishes A's wills once A has missed 3 heartbeats. The will of DEAD marks its hub offline; those of
     // the agents already back on B are fenced off by their new connections.
     const hubs = agents.map((a) => a.hubId);
-    const deadOfflineMs = await until(
+    const reconnectedMs = Date.now() - brokerKilledAt;
+    await until(
       'the dead agent marked offline by its will',
       BOUNDS_MS.deadAgentOffline,
       async () => (await hubConnectivity(db!, [hubs[DEAD]!]))[hubs[DEAD]!] === 'offline',
     );
+    const deadOfflineMs = Date.now() - brokerKilledAt;
     await until('a stale will fenced off on broker B', 10_000, () => fenced(brokerB) > 0);
     brokerA.start();
     await until('broker A up again', 60_000, () => brokerA.ready);
 
     // 2. One projector process dies: the other takes all 2 x 4 partitions, then shares them again.
+    const sharedEvenly = () =>
+      allPartitionLocks().filter((lock) => leads(projectorA, lock)).length === PARTITIONS &&
+      allPartitionLocks().filter((lock) => leads(projectorB, lock)).length === PARTITIONS;
+    await until('the partitions shared, 4 each', 30_000, sharedEvenly);
+    const projectorKilledAt = Date.now();
     await projectorA.kill();
-    const projectorTakeoverMs = await until('projector B leading every partition', 30_000, () =>
+    await until('projector B leading every partition', 30_000, () =>
       allPartitionLocks().every((lock) => leads(projectorB, lock)),
     );
+    const projectorTakeoverMs = Date.now() - projectorKilledAt;
     projectorA.start();
-    await until('the partitions shared again, 4 each', 60_000, () => {
-      const ofA = allPartitionLocks().filter((lock) => leads(projectorA, lock)).length;
-      const ofB = allPartitionLocks().filter((lock) => leads(projectorB, lock)).length;
-      return ofA === PARTITIONS && ofB === PARTITIONS;
-    });
+    await until('the partitions shared again, 4 each', 60_000, sharedEvenly);
 
     // 3. The scheduler leader dies: the standby takes over.
     const schedulers = topology.of('scheduler');
@@ -184,10 +187,10 @@ describe('scale-out: 2 ingress, 2 api, 2 projector (P = 4) and 2 scheduler proce
       schedulers.find((s) => leads(s, 'scheduler')),
     );
     const standby = schedulers.find((s) => s !== leader)!;
+    const schedulerKilledAt = Date.now();
     await leader.kill();
-    const schedulerTakeoverMs = await until('the standby scheduler leading', 30_000, () =>
-      leads(standby, 'scheduler'),
-    );
+    await until('the standby scheduler leading', 30_000, () => leads(standby, 'scheduler'));
+    const schedulerTakeoverMs = Date.now() - schedulerKilledAt;
     leader.start();
 
     // 4. A pairing window through API node 1 for an agent on broker B; 5. a command through API node 1 to
@@ -226,18 +229,18 @@ describe('scale-out: 2 ingress, 2 api, 2 projector (P = 4) and 2 scheduler proce
 
     // 6. An agent moves from broker B to broker A; its old connection on B is left half-open.
     expect(fronts[MOVED]!.connectedTo).to.deep.equal([1]);
+    const movedAt = Date.now();
     fronts[MOVED]!.move(0);
     await until(
       'the moved agent on broker A',
       15_000,
       () => fronts[MOVED]!.connectedTo[0] === 0 && sims[MOVED]!.stats().connected,
     );
-    const staleClosedMs = await until(
-      'broker B closed the old connection',
-      BOUNDS_MS.staleSessionClosed,
-      () => fronts[MOVED]!.stale.every((s) => s.closedAtMs !== undefined),
+    await until('broker B closed the old connection', BOUNDS_MS.staleSessionClosed, () =>
+      fronts[MOVED]!.stale.every((s) => s.closedAtMs !== undefined),
     );
     expect(fronts[MOVED]!.stale).to.have.length(1);
+    const staleClosedMs = fronts[MOVED]!.stale[0]!.closedAtMs! - movedAt;
 
     // 7. The live stream resumes on API node 2 from the last frame node 1 sent.
     firstStream.close();
@@ -366,18 +369,13 @@ async function hubConnectivity(db: TestDatabase, hubIds: readonly string[]): Pro
   return Object.fromEntries(rows.map((r) => [r.device_id, r.connectivity ?? 'unknown']));
 }
 
-/** Waits for `probe` to hold, up to `ms`; returns how long it took (or the probe's value when not boolean). */
-async function until<T>(
-  what: string,
-  ms: number,
-  probe: () => T | Promise<T>,
-): Promise<T extends boolean ? number : NonNullable<T>> {
-  const started = Date.now();
+/** Waits for `probe` to hold (a value other than undefined, null or false), up to `ms`; returns it. */
+async function until<T>(what: string, ms: number, probe: () => T | Promise<T>): Promise<NonNullable<T>> {
+  const deadline = Date.now() + ms;
   for (;;) {
     const value = await probe();
-    if (value !== undefined && value !== null && value !== false)
-      return (value === true ? Date.now() - started : value) as T extends boolean ? number : NonNullable<T>;
-    if (Date.now() - started > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (value !== undefined && value !== null && value !== false) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
