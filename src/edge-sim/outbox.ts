@@ -62,20 +62,25 @@ export class Outbox {
   }
 
   pump(): void {
-    while (this.#open && this.#inflight < this.#maxInflight) {
+    // A client that is disconnecting fails each publish at once, inside the call: one failure ends this
+    // pump (looping or pumping again would spin on the same message); the next enqueue or the reconnect
+    // pumps again.
+    let failed = false;
+    while (!failed && this.#open && this.#inflight < this.#maxInflight) {
       const message = this.#control.shift() ?? this.#readings.shift();
       if (!message) break;
       this.#inflight += 1;
       this.#publish(message, (error) => {
         this.#inflight -= 1;
         if (error) {
+          failed = true;
           this.#retried += 1;
           (message.lane === 'control' ? this.#control : this.#readings).unshift(message);
         } else {
           this.#acked += 1;
           message.onAcked?.();
+          this.pump();
         }
-        this.pump();
         this.#notifyIdle();
       });
     }
