@@ -6,6 +6,8 @@ import type { EventStore, RecordedEvent } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { findAgent, findAgentOfHub, type AgentRow } from '../projections/agents/queries.js';
 import { followStoreFromHead } from './follow-store.js';
+import { waitUntilCaughtUp } from '../projections/catch-up.js';
+import { PAIRING_PROJECTOR_NAME, pairingProjector } from '../projections/pairing/projector.js';
 import { findOpenSessionOfHub, listHubDecisions } from '../projections/pairing/queries.js';
 import type { AgentRecord } from './broker/agent-directory.js';
 import type { RunningBroker } from './broker/broker.js';
@@ -20,6 +22,10 @@ export const DOWNLINK_EVENT_TYPES = [
   'CandidateRejected',
   'AgentRevoked',
 ] as const;
+
+/** The pairing read model the resend reads, and how long it waits for it to catch up. */
+const PAIRING_PROJECTION = { name: PAIRING_PROJECTOR_NAME, eventTypes: pairingProjector().eventTypes };
+const RESEND_WAIT_MS = 10_000;
 
 /** How long the dispatcher waits for the agents read model to show an adoption or a revoke. */
 const READ_MODEL_WAIT_MS = 10_000;
@@ -119,13 +125,21 @@ async function dispatch(options: EdgeDispatcherOptions, recorded: RecordedEvent)
 /**
  * Sends again what a (re)connected agent needs: the hub's open window, every device adopted through it and
  * every address it refuses. Downlink messages are idempotent for the agent, so a repeat does no harm.
+ * They come from the pairing read model, so it is first given up to RESEND_WAIT_MS to hold every pairing
+ * event already recorded: an agent that connects while that projection is behind (a projector process
+ * starting, a busy one) would otherwise learn only part of its devices, and nothing more until it
+ * reconnected. Past the wait it gets what the read model has, and a warning is logged.
  */
 export async function resendToAgent(
   pool: Pool,
+  store: EventStore,
   broker: Broker,
   agent: AgentRecord,
   now: Date,
+  logger?: Pick<Logger, 'warn'>,
 ): Promise<void> {
+  if (!(await waitUntilCaughtUp(pool, store, PAIRING_PROJECTION, RESEND_WAIT_MS)))
+    logger?.warn({ agentId: agent.agentId }, 'pairing read model behind: resending what it holds');
   const open = await findOpenSessionOfHub(pool, agent.hubId);
   if (open && open.closesAt > now) {
     await broker.publishDown(agent.agentId, 'pairing', {

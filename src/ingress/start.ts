@@ -78,7 +78,7 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     // Uplinks only arrive once the broker below is running.
     onAgentOnline: (agent) => {
       // Devices first: an agent that lost its state learns the public ids before their commands.
-      resendToAgent(pool, broker, agent, new Date())
+      resendToAgent(pool, store, broker, agent, new Date(), logger)
         .catch((error: unknown) =>
           logger.error({ err: error, agentId: agent.agentId }, 'resending downlink state failed'),
         )

@@ -69,3 +69,32 @@ export async function waitForProjection(
     await new Promise((resolve) => setTimeout(resolve, pause));
   }
 }
+
+/**
+ * Whether no event of the projector's types lies beyond its checkpoint, as far as events are visible now.
+ * A checkpoint need not reach the store's head for this: events of other types do not move it.
+ */
+export async function isCaughtUp(
+  pool: Pool,
+  store: EventStore,
+  projector: Pick<Projector, 'name' | 'eventTypes'>,
+): Promise<boolean> {
+  const after = (await readCheckpoint(pool, projector.name))?.position;
+  const page = await store.readAll({ after, maxCount: 1, eventTypes: projector.eventTypes });
+  return page.events.length === 0;
+}
+
+/** Waits until isCaughtUp holds, polling; false once `timeoutMs` has passed without it. */
+export async function waitUntilCaughtUp(
+  pool: Pool,
+  store: EventStore,
+  projector: Pick<Projector, 'name' | 'eventTypes'>,
+  timeoutMs: number,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
+    if (await isCaughtUp(pool, store, projector)) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+  }
+}

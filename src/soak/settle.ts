@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { EdgeSim } from '../edge-sim/index.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
-import { readCheckpoint } from '../projections/checkpoints.js';
+import { isCaughtUp } from '../projections/catch-up.js';
 import type { Projector } from '../projections/projector.js';
 
 /** Polls `probe` until it returns true; false once `timeoutMs` has passed. */
@@ -35,11 +35,7 @@ export function projectorsCaughtUp(
   timeoutMs: number,
 ): Promise<boolean> {
   return waitFor(async () => {
-    for (const projector of projectors) {
-      const after = (await readCheckpoint(pool, projector.name))?.position;
-      const page = await store.readAll({ after, maxCount: 1, eventTypes: projector.eventTypes });
-      if (page.events.length > 0) return false;
-    }
+    for (const projector of projectors) if (!(await isCaughtUp(pool, store, projector))) return false;
     return true;
   }, timeoutMs);
 }

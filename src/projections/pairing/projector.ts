@@ -35,9 +35,11 @@ const REMEMBER_REJECTION = `
 const FORGET_REJECTION = `DELETE FROM pairing_rejections WHERE hub_id = $1 AND ieee_addr = $2`;
 
 /** Pairing windows and candidates; pairing events are few, so each is applied on its own. */
+export const PAIRING_PROJECTOR_NAME = 'pairing';
+
 export function pairingProjector(): Projector {
   return {
-    name: 'pairing',
+    name: PAIRING_PROJECTOR_NAME,
     version: 1,
     eventTypes: [
       'PairingWindowOpened',
