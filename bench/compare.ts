@@ -9,6 +9,10 @@ import { readFileSync } from 'node:fs';
 const HEADLINE = new Set([
   'eventsPerSecond',
   'messagesPerSecond',
+  'projectedMessagesPerSecond',
+  'lagP50Seconds',
+  'lagMaxSeconds',
+  'catchUpSeconds',
   'readingsPerSecond',
   'agentBacklogAtEnd',
   'microsecondsPerMessage',

@@ -53,7 +53,12 @@ const ready = setInterval(() => {
 port.on('message', async (command: { kind: 'count' | 'sample' | 'stop'; on?: boolean }) => {
   if (command.kind === 'sample') sampling = command.on === true;
   if (command.kind === 'count') {
-    port.postMessage({ kind: 'count', acked, backlog: sims.reduce((n, s) => n + s.stats().queued, 0) });
+    port.postMessage({
+      kind: 'count',
+      acked,
+      backlog: sims.reduce((n, s) => n + s.stats().queued, 0),
+      adopted: sims.map((s) => s.stats().adopted),
+    });
   }
   if (command.kind === 'stop') {
     await Promise.all(sims.map((s) => s.stop(2000)));

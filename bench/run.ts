@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: every benchmark, one JSON line per figure on stdout. BENCH_ONLY=name[,name] runs some
  * groups: eventstore, telemetry, components (each ingest component alone), e2e (end-to-end ingest),
- * ingest (components then e2e, so the end-to-end figures can give their share of each ceiling), live.
+ * ingest (components then e2e, so the end-to-end figures can give their share of each ceiling), live,
+ * scaleout (the multi-process topology with 1 and 2 brokers and projector processes).
  * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
  * `npm run bench:compare -- FILE...` prints median and spread over several runs' output.
  */
@@ -11,6 +12,7 @@ import { eventStoreBenchmarks } from './eventstore.bench.js';
 import { ingestBenchmarks } from './ingest.bench.js';
 import { liveBenchmarks } from './live.bench.js';
 import { roundTripBenchmarks } from './roundtrip.bench.js';
+import { scaleOutBenchmarks } from './scale-out.bench.js';
 import { releaseBenchServer } from './support.js';
 import { telemetryBenchmarks } from './telemetry.bench.js';
 
@@ -22,6 +24,7 @@ const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
   ['commands', [], commandBenchmarks],
   ['live', [], liveBenchmarks],
   ['roundtrip', [], roundTripBenchmarks],
+  ['scaleout', [], scaleOutBenchmarks],
 ];
 
 const only = process.env.BENCH_ONLY?.split(',');
