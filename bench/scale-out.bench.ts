@@ -3,7 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import { Redis } from 'ioredis';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import type { Pool } from '../src/infra/postgres/pool.js';
 import { catchUpProjector } from '../src/projections/catch-up.js';
@@ -17,6 +16,7 @@ import { Topology } from '../src/scale-out/topology.js';
 import { projectorsCaughtUp } from '../src/soak/settle.js';
 import { round } from './cpu.js';
 import { provisionFleet, reply } from './ingest.bench.js';
+import { REDIS_URL, dropNamespace, redisReachable } from '../tests/support/redis.js';
 import { benchDatabase, machine, report } from './support.js';
 
 /**
@@ -39,7 +39,6 @@ const WARMUP_SECONDS = 5;
 const READINGS_PER_MESSAGE = 3;
 const PARTITIONS = 4;
 const READY_MS = 120_000;
-const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 interface Shape {
   readonly brokers: number;
@@ -56,7 +55,7 @@ const SHAPES: readonly Shape[] = [
 ];
 
 export async function scaleOutBenchmarks(): Promise<void> {
-  const redis = await redisAnswers();
+  const redis = await redisReachable();
   for (const shape of SHAPES) {
     if (shape.redis && !redis) {
       report({ figure: figureName(shape), ...shape, skipped: `no Redis at ${new URL(REDIS_URL).host}` });
@@ -178,7 +177,7 @@ async function runShape(shape: Shape): Promise<void> {
     await store.close();
     await db.drop();
     await rm(dataDir, { recursive: true, force: true });
-    if (shape.redis) await dropKeys(namespace);
+    if (shape.redis) await dropNamespace(namespace);
   }
 }
 
@@ -208,27 +207,4 @@ async function worstLag(
     oldest = Math.min(oldest, page.events[0]?.recordedAt.getTime() ?? oldest);
   }
   return (Date.now() - oldest) / 1000;
-}
-
-async function redisAnswers(): Promise<boolean> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 0 });
-  redis.on('error', () => undefined);
-  try {
-    await redis.connect();
-    return (await redis.ping()) === 'PONG';
-  } catch {
-    return false;
-  } finally {
-    redis.disconnect();
-  }
-}
-
-async function dropKeys(namespace: string): Promise<void> {
-  const redis = new Redis(REDIS_URL);
-  try {
-    const keys = await redis.keys(`${namespace}:*`);
-    if (keys.length > 0) await redis.del(...keys);
-  } finally {
-    redis.disconnect();
-  }
 }

@@ -11,7 +11,8 @@ export interface TopologyOptions {
   readonly databaseUrl: string;
   /** Shared by every process: the edge CA under `pki` is the one all broker nodes serve. */
   readonly dataDir: string;
-  readonly redisUrl: string;
+  /** Unset: no cluster settings (one broker node and one API node need none). */
+  readonly redisUrl?: string;
   readonly namespace: string;
   readonly ingress: number;
   readonly api: number;
@@ -44,7 +45,7 @@ export class Topology {
       DATA_DIR: options.dataDir,
       MQTT_HOST: '127.0.0.1',
       HTTP_HOST: '127.0.0.1',
-      CLUSTER_REDIS_URL: options.redisUrl,
+      ...(options.redisUrl && { CLUSTER_REDIS_URL: options.redisUrl }),
       CLUSTER_NAMESPACE: options.namespace,
       CLUSTER_HEARTBEAT_MS: String(options.heartbeatMs),
       PROJECTOR_PARTITIONS: String(options.partitions),
