@@ -86,7 +86,13 @@ export async function findDevice(
   projectId: string,
   deviceId: string,
 ): Promise<DeviceRecord | undefined> {
-  const { rows } = await pool.query<DeviceRow>(ONE_DEVICE, [projectId, deviceId]);
+  // Named, so each connection parses and plans it once: every device-scoped API request runs it. A rebuild
+  // that swaps the table in makes PostgreSQL plan it again by itself.
+  const { rows } = await pool.query<DeviceRow>({
+    name: 'devices.one',
+    text: ONE_DEVICE,
+    values: [projectId, deviceId],
+  });
   return rows[0] && toRecord(rows[0]);
 }
 

@@ -102,6 +102,8 @@ export async function readPointValues(
   },
 ): Promise<PointValue[]> {
   const { rows } = await pool.query<[string, string, number, number]>({
+    // Named, so each connection parses and plans it once per resolution.
+    name: `telemetry.points.${query.resolution}`,
     text: SELECT_POINT_VALUES[query.resolution],
     values: [query.deviceId, [...query.served.keys()], query.from, query.to, [...query.served.values()]],
     rowMode: 'array',
