@@ -34,6 +34,7 @@ interface Pair {
 export class BalancerFront {
   readonly #server = net.createServer((client) => this.#accept(client));
   readonly #pairs = new Set<Pair>();
+  readonly #staleSockets = new Set<net.Socket>();
   #blocked = false;
   /** Upstream connections left open when the agent was moved: the node they lead to should close them. */
   readonly stale: { readonly backend: number; closedAtMs: number | undefined }[] = [];
@@ -71,7 +72,14 @@ export class BalancerFront {
       pair.upstream.unpipe(pair.client);
       const stale = { backend: pair.backend, closedAtMs: undefined as number | undefined };
       this.stale.push(stale);
-      pair.upstream.once('close', () => (stale.closedAtMs = Date.now()));
+      this.#staleSockets.add(pair.upstream);
+      pair.upstream.once('close', () => {
+        stale.closedAtMs = Date.now();
+        this.#staleSockets.delete(pair.upstream);
+      });
+      // Whatever the old node still sends is dropped. A paused socket would hold its FIN behind unread
+      // bytes, and the node's close would never be seen.
+      pair.upstream.resume();
       pair.client.destroy();
     }
   }
@@ -88,6 +96,8 @@ export class BalancerFront {
       pair.upstream.destroy();
     }
     this.#pairs.clear();
+    for (const socket of this.#staleSockets) socket.destroy();
+    this.#staleSockets.clear();
   }
 
   #accept(client: net.Socket): void {
