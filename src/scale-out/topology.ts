@@ -5,7 +5,7 @@ import { waitFor } from '../soak/settle.js';
 
 /** Log lines kept from every process: elections, hand-overs, fenced connection ends, start-up. */
 const KEPT_LINES =
-  /"msg":"(elected: this instance is active|lost the lock; standing by|handing a partition over to another process|projector processes changed: rebalancing partitions|the end of an older connection ignored: the agent is online again|device cloud started)"/;
+  /"msg":"(elected: this instance is active|lost the lock; standing by|stepped down; standing by|handing a partition over to another process|projector processes changed: rebalancing partitions|the end of an older connection ignored: the agent is online again|device cloud started)"/;
 
 export interface TopologyOptions {
   readonly databaseUrl: string;

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { expect } from 'chai';
+import { pino } from 'pino';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
-import { createLogger } from '../../src/infra/logger.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
 import { createPool } from '../../src/infra/postgres/pool.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
@@ -29,7 +30,6 @@ import { devcloud } from '../support/devcloud.js';
 import { closeEventStore, eventStoreOver, openEventStore } from '../support/event-store.js';
 import { recordReadings } from '../support/readings.js';
 
-const logger = createLogger('silent');
 const DEVICES = Array.from({ length: 24 }, (_, i) => `dev_part${String(i).padStart(2, '0')}`);
 const SITES = { site_berlin: 'Europe/Berlin', site_lisbon: 'Europe/Lisbon' } as const;
 
@@ -317,19 +317,37 @@ describe('partitioned projectors on PostgreSQL', () => {
     await readingsAt(0);
     const processes = ['a', 'b'].map((name) => {
       const locks = createPool(db.url, { max: 16, applicationName: `partitions-test-${name}` });
-      return { name, locks, stop: new AbortController(), share: undefined as PartitionShare | undefined };
+      const logged: { level: number; msg: string }[] = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+            logged.push(JSON.parse(line) as { level: number; msg: string });
+          done();
+        },
+      });
+      const log = pino({ level: 'info' }, sink);
+      return {
+        name,
+        locks,
+        log,
+        logged,
+        stop: new AbortController(),
+        share: undefined as PartitionShare | undefined,
+      };
     });
     const runs: Promise<void>[] = [];
     const otherStore = eventStoreOver(db, { idlePollMs: 30 });
     try {
       for (const p of processes) {
-        p.share = await PartitionShare.join(p.locks, logger, 100);
+        // b joins once a leads every partition, so a must hand two over.
+        if (p.name === 'b') await waitFor(() => led(processes[0]!) === 4, 'a leading all 4');
+        p.share = await PartitionShare.join(p.locks, p.log, 100);
         for (const projector of partitionsOf(telemetryFamily, 4))
           runs.push(
             runProjector(db.pool, p.name === 'a' ? store : otherStore, projector, {
               batchSize: 50,
               signal: p.stop.signal,
-              logger,
+              logger: p.log,
               locks: p.locks,
               standbyRetryMs: 100,
               share: p.share,
@@ -341,6 +359,9 @@ describe('partitioned projectors on PostgreSQL', () => {
         () => a.share!.members === 2 && b.share!.members === 2 && led(a) === 2 && led(b) === 2,
         'two members leading 2 partitions each',
       );
+      // Handing over is stepping down, not losing the lock: an operator reading warnings sees no alarm.
+      expect(a.logged.filter((l) => l.msg === 'stepped down; standing by')).to.have.length(2);
+      expect(a.logged.filter((l) => l.msg === 'lost the lock; standing by')).to.deep.equal([]);
       expect([...a.share!.leading('telemetry'), ...b.share!.leading('telemetry')].sort()).to.deep.equal([
         0, 1, 2, 3,
       ]);

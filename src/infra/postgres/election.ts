@@ -39,6 +39,8 @@ export async function runElected(
   const { signal, logger } = options;
   while (!signal.aborted) {
     let leading = false;
+    // Set when `lead` returned while its leadership still held: it stepped down (a partition handed over).
+    let steppedDown = false;
     if (options.mayLead && !options.mayLead()) {
       await sleep(options.standbyRetryMs ?? 5000, undefined, { signal }).catch(() => undefined);
       continue;
@@ -60,6 +62,7 @@ export async function runElected(
           const watch = watchConnection(connection, leadership, options.livenessCheckMs ?? 5000);
           try {
             await lead(leadership.signal);
+            steppedDown = !leadership.signal.aborted;
           } finally {
             leadership.abort();
             await watch;
@@ -78,7 +81,10 @@ export async function runElected(
     } catch (error) {
       if (!signal.aborted) logger.error({ err: error, lock: name }, 'election failed; retrying');
     }
-    if (leading && !signal.aborted) logger.warn({ lock: name }, 'lost the lock; standing by');
+    if (leading && !signal.aborted) {
+      if (steppedDown) logger.info({ lock: name }, 'stepped down; standing by');
+      else logger.warn({ lock: name }, 'lost the lock; standing by');
+    }
     await sleep(options.standbyRetryMs ?? 5000, undefined, { signal }).catch(() => undefined);
   }
 }
