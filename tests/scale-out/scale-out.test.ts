@@ -134,7 +134,13 @@ describe('scale-out: 2 ingress, 2 api, 2 projector (P = 4) and 2 scheduler proce
     const startedAt = Date.now();
     await until('every agent connected and its fleet known', 60_000, () =>
       sims.every((sim) => sim.stats().connected && sim.fleet().every((d) => d.publicId !== undefined)),
-    );
+    ).catch((error: Error) => {
+      const agentsNow = sims.map((sim) => ({
+        connected: sim.stats().connected,
+        adopted: sim.stats().adopted,
+      }));
+      throw new Error(`${error.message}: ${JSON.stringify(agentsNow)}`);
+    });
     expect(fronts.map((f) => f.connectedTo)).to.deep.equal(agents.map((_, i) => [i % 2]));
 
     // A live-stream client on the first API node from now on.
