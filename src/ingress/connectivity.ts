@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Connectivity, ConnectivityEvent } from '../domain/connectivity/events.js';
+import type { Connectivity, ConnectivityEvent, HubConnectionEvent } from '../domain/connectivity/events.js';
 import { WrongExpectedRevisionError, type EventStore, type ExpectedRevision } from '../eventstore/port.js';
 
 /** Each device's reachability history has its own stream, so recording it never contends with its registry. */
@@ -28,7 +28,8 @@ export interface HubConnection {
  * again, so the rule holds across instances too.
  *
  * A hub's changes from its agent's connection name that connection. An agent that connects again (on any
- * broker node) is recorded even while still online, so its new connection is on record; the end of a
+ * broker node) while still online on record gets HubConnectionReplaced (no connectivity change, so no
+ * device_status frame), so its new connection is on record; the end of a
  * connection that is not the last one on record (a will published late by a dead node's successor, a
  * stale socket's close) changes nothing: `record` answers false, and the caller leaves the agent alone.
  */
@@ -52,30 +53,43 @@ export class ConnectivityRecorder {
       if (connection && connectivity !== 'online' && (await this.#isSuperseded(connection))) return false;
       const changes: { deviceId: string; expected: ExpectedRevision; connectionId: string | undefined }[] =
         [];
+      const replaced: typeof changes = [];
       for (const deviceId of new Set(deviceIds)) {
         const known = this.#known.get(deviceId) ?? (await this.#load(deviceId));
         const connectionId = deviceId === connection?.hubId ? connection.connectionId : undefined;
-        const reconnected =
-          connectivity === 'online' && connectionId !== undefined && known.connectionId !== connectionId;
-        if (known.connectivity !== connectivity || reconnected)
-          changes.push({ deviceId, expected: known.revision, connectionId });
+        const change = { deviceId, expected: known.revision, connectionId };
+        if (known.connectivity !== connectivity) changes.push(change);
+        // Online already, through another connection: no change to report, but the new connection.
+        else if (
+          connectivity === 'online' &&
+          connectionId !== undefined &&
+          known.connectionId !== connectionId
+        )
+          replaced.push(change);
       }
-      if (changes.length === 0) return true;
+      if (changes.length + replaced.length === 0) return true;
       const observedAt = now.toISOString();
       try {
+        const recorded = [...changes, ...replaced];
         const results = await this.#store.appendMany(
-          changes.map(({ deviceId, expected, connectionId }) => {
-            const event: ConnectivityEvent = {
-              type: 'DeviceConnectivityChanged',
-              data: {
-                deviceId,
-                projectId,
-                connectivity,
-                observedAt,
-                cause,
-                ...(connectionId && { connectionId }),
-              },
-            };
+          recorded.map(({ deviceId, expected, connectionId }, i) => {
+            const event: ConnectivityEvent | HubConnectionEvent =
+              i < changes.length
+                ? {
+                    type: 'DeviceConnectivityChanged',
+                    data: {
+                      deviceId,
+                      projectId,
+                      connectivity,
+                      observedAt,
+                      cause,
+                      ...(connectionId && { connectionId }),
+                    },
+                  }
+                : {
+                    type: 'HubConnectionReplaced',
+                    data: { deviceId, projectId, connectionId: connectionId!, observedAt },
+                  };
             return {
               streamName: connectivityStreamName(deviceId),
               events: [{ id: randomUUID(), ...event }],
@@ -83,14 +97,14 @@ export class ConnectivityRecorder {
             };
           }),
         );
-        changes.forEach(({ deviceId, connectionId }, i) =>
+        recorded.forEach(({ deviceId, connectionId }, i) =>
           this.#known.set(deviceId, { connectivity, connectionId, revision: results[i]!.nextRevision }),
         );
         return true;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevisionError) || attempt >= MAX_ATTEMPTS) throw error;
         // Another instance recorded a change since: forget what this one remembered and decide again.
-        for (const { deviceId } of changes) this.#known.delete(deviceId);
+        for (const { deviceId } of [...changes, ...replaced]) this.#known.delete(deviceId);
         if (connection) this.#known.delete(connection.hubId);
       }
     }
@@ -110,11 +124,15 @@ export class ConnectivityRecorder {
   async #load(deviceId: string): Promise<Known> {
     const events = await this.#store.readStream(connectivityStreamName(deviceId));
     const last = events.at(-1);
-    const data = last?.data as ConnectivityEvent['data'] | undefined;
-    const known: Known =
-      last && data
-        ? { connectivity: data.connectivity, connectionId: data.connectionId, revision: last.revision }
-        : { connectivity: undefined, connectionId: undefined, revision: 'no_stream' };
+    const lastChange = events.findLast((e) => e.type === 'DeviceConnectivityChanged');
+    const known: Known = last
+      ? {
+          connectivity: (lastChange?.data as ConnectivityEvent['data'] | undefined)?.connectivity,
+          // Both event types of the stream name the connection they came from, when they came from one.
+          connectionId: (last.data as { connectionId?: string }).connectionId,
+          revision: last.revision,
+        }
+      : { connectivity: undefined, connectionId: undefined, revision: 'no_stream' };
     this.#known.set(deviceId, known);
     return known;
   }

@@ -48,8 +48,9 @@ describe('connectivity recorder', () => {
 
   const hubEvents = async (deviceId: string) =>
     (await store.readStream(connectivityStreamName(deviceId))).map((e) => {
-      const data = e.data as { connectivity: string; connectionId?: string };
-      return `${data.connectivity} ${data.connectionId ?? '-'}`;
+      const data = e.data as { connectivity?: string; connectionId?: string };
+      const what = e.type === 'HubConnectionReplaced' ? 'replaced' : data.connectivity;
+      return `${what} ${data.connectionId ?? '-'}`;
     });
 
   it('fences the end of an older connection: the hub stays online through its newer one', async () => {
@@ -66,11 +67,11 @@ describe('connectivity recorder', () => {
     expect(await recorder.record('prj_1', ['dev_f'], 'unreachable', 'agent_offline', at, first)).to.equal(
       false,
     );
-    expect(await hubEvents('hub_f')).to.deep.equal(['online c1', 'online c2']);
+    expect(await hubEvents('hub_f')).to.deep.equal(['online c1', 'replaced c2']);
     expect(await states('dev_f')).to.deep.equal(['online']);
     // Its own end is recorded; a will that never named its connection is not fenced.
     expect(await recorder.record('prj_1', ['hub_f'], 'offline', 'agent_offline', at, second)).to.equal(true);
-    expect(await hubEvents('hub_f')).to.deep.equal(['online c1', 'online c2', 'offline c2']);
+    expect(await hubEvents('hub_f')).to.deep.equal(['online c1', 'replaced c2', 'offline c2']);
     await recorder.record('prj_1', ['hub_f'], 'online', 'agent_connected', at, {
       hubId: 'hub_f',
       connectionId: 'c3',
@@ -109,6 +110,27 @@ describe('connectivity recorder', () => {
     } finally {
       appends.restore();
     }
-    expect(await hubEvents('hub_g')).to.deep.equal(['online a', 'online b']);
+    expect(await hubEvents('hub_g')).to.deep.equal(['online a', 'replaced b']);
+  });
+
+  it('records a new connection of a hub online on record without a connectivity change (device_status is a change)', async () => {
+    const recorder = new ConnectivityRecorder(store);
+    const at = new Date();
+    for (const connectionId of ['r1', 'r2', 'r3'])
+      await recorder.record('prj_1', ['hub_r', 'dev_r'], 'online', 'agent_connected', at, {
+        hubId: 'hub_r',
+        connectionId,
+      });
+    await recorder.record('prj_1', ['hub_r'], 'offline', 'agent_offline', at, {
+      hubId: 'hub_r',
+      connectionId: 'r3',
+    });
+    // Every DeviceConnectivityChanged (each one a device_status frame) changes the connectivity.
+    const changes = (await store.readStream(connectivityStreamName('hub_r')))
+      .filter((e) => e.type === 'DeviceConnectivityChanged')
+      .map((e) => (e.data as { connectivity: string }).connectivity);
+    expect(changes).to.deep.equal(['online', 'offline']);
+    expect(await hubEvents('hub_r')).to.deep.equal(['online r1', 'replaced r2', 'replaced r3', 'offline r3']);
+    expect(await states('dev_r')).to.deep.equal(['online']);
   });
 });

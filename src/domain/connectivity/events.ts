@@ -28,5 +28,23 @@ export const DeviceConnectivityChanged = defineEvent(
   'forever',
 );
 
-export const connectivityEvents = [DeviceConnectivityChanged] as const;
+/**
+ * A hub's agent connected again, through a new broker connection, while its hub was online on record: not a
+ * change of connectivity (no `device_status` frame), but the connection the hub is now reached through. The
+ * end of an older connection is fenced off by it. Kept in the hub's connectivity stream.
+ */
+export const HubConnectionReplaced = defineEvent(
+  'HubConnectionReplaced',
+  z.object({
+    deviceId: z.string(),
+    projectId: z.string(),
+    connectionId: z.string().max(64),
+    /** Server time of the observation, ISO 8601 UTC. */
+    observedAt: z.iso.datetime(),
+  }),
+  'forever',
+);
+
+export const connectivityEvents = [DeviceConnectivityChanged, HubConnectionReplaced] as const;
 export type ConnectivityEvent = DomainEvent<typeof DeviceConnectivityChanged>;
+export type HubConnectionEvent = DomainEvent<typeof HubConnectionReplaced>;
