@@ -5,8 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import type { Pool } from '../src/infra/postgres/pool.js';
-import { catchUpProjector } from '../src/projections/catch-up.js';
-import { readCheckpoint } from '../src/projections/checkpoints.js';
+import { catchUpProjector, firstPending } from '../src/projections/catch-up.js';
 import { partitionsOf } from '../src/projections/partitions.js';
 import type { Projector } from '../src/projections/projector.js';
 import { stateFamily } from '../src/projections/state/projector.js';
@@ -202,9 +201,8 @@ async function worstLag(
 ): Promise<number> {
   let oldest = Date.now();
   for (const projector of projectors) {
-    const after = (await readCheckpoint(pool, projector.name))?.position;
-    const page = await store.readAll({ after, maxCount: 1, eventTypes: projector.eventTypes });
-    oldest = Math.min(oldest, page.events[0]?.recordedAt.getTime() ?? oldest);
+    const pending = await firstPending(pool, store, projector);
+    oldest = Math.min(oldest, pending?.recordedAt.getTime() ?? oldest);
   }
   return (Date.now() - oldest) / 1000;
 }

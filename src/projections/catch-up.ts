@@ -1,4 +1,4 @@
-import type { EventStore } from '../eventstore/port.js';
+import type { EventStore, RecordedEvent } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { installProjector, readCheckpoint } from './checkpoints.js';
 import type { Projector } from './projector.js';
@@ -54,20 +54,27 @@ export async function catchUpProjector(
  * Waits until a projector's checkpoint has reached `position`, so a write can answer only once the caller
  * will read it back. Gives up quietly after `timeoutMs`: the write itself already succeeded.
  */
-export async function waitForProjection(
+export function waitForProjection(
   pool: Pool,
   store: EventStore,
   projectorName: string,
   position: string,
   timeoutMs = 3000,
 ): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
+  return pollUntil(async () => {
     const checkpoint = (await readCheckpoint(pool, projectorName))?.position;
-    if (checkpoint !== undefined && store.comparePositions(checkpoint, position) >= 0) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, pause));
-  }
+    return checkpoint !== undefined && store.comparePositions(checkpoint, position) >= 0;
+  }, timeoutMs);
+}
+
+/** The oldest event of the projector's types beyond its checkpoint, as far as events are visible now. */
+export async function firstPending(
+  pool: Pool,
+  store: EventStore,
+  projector: Pick<Projector, 'name' | 'eventTypes'>,
+): Promise<RecordedEvent | undefined> {
+  const after = (await readCheckpoint(pool, projector.name))?.position;
+  return (await store.readAll({ after, maxCount: 1, eventTypes: projector.eventTypes })).events[0];
 }
 
 /**
@@ -79,21 +86,24 @@ export async function isCaughtUp(
   store: EventStore,
   projector: Pick<Projector, 'name' | 'eventTypes'>,
 ): Promise<boolean> {
-  const after = (await readCheckpoint(pool, projector.name))?.position;
-  const page = await store.readAll({ after, maxCount: 1, eventTypes: projector.eventTypes });
-  return page.events.length === 0;
+  return (await firstPending(pool, store, projector)) === undefined;
 }
 
 /** Waits until isCaughtUp holds, polling; false once `timeoutMs` has passed without it. */
-export async function waitUntilCaughtUp(
+export function waitUntilCaughtUp(
   pool: Pool,
   store: EventStore,
   projector: Pick<Projector, 'name' | 'eventTypes'>,
   timeoutMs: number,
 ): Promise<boolean> {
+  return pollUntil(() => isCaughtUp(pool, store, projector), timeoutMs);
+}
+
+/** Polls `probe` with a pause growing from 5 to 100 ms until it holds; false once `timeoutMs` has passed. */
+async function pollUntil(probe: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (let pause = 5; ; pause = Math.min(pause * 2, 100)) {
-    if (await isCaughtUp(pool, store, projector)) return true;
+    if (await probe()) return true;
     if (Date.now() >= deadline) return false;
     await new Promise((resolve) => setTimeout(resolve, pause));
   }

@@ -5,17 +5,10 @@ import { pairingProjector } from '../../src/projections/pairing/projector.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { provisionSimulatedAgent } from '../../src/soak/provision.js';
 import { connectivityStreamName } from '../../src/ingress/connectivity.js';
+import { until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
 
 const DEVICES = 12;
-
-async function until(what: string, probe: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 describe('resend on reconnect while the pairing read model is behind', () => {
   let edge: EdgeService | undefined;
@@ -51,14 +44,20 @@ describe('resend on reconnect while the pairing read model is behind', () => {
     });
     sim.start();
     // The agent is online (its hub's connectivity recorded), so its resend has begun: it must be waiting.
-    await until('the hub recorded online', async () => {
-      const events = await store.readStream(connectivityStreamName(hubId));
-      return events.some((e) => (e.data as { connectivity: string }).connectivity === 'online');
-    });
+    await until(
+      'the hub recorded online',
+      async () => {
+        const events = await store.readStream(connectivityStreamName(hubId));
+        return (
+          events.some((e) => (e.data as { connectivity: string }).connectivity === 'online') || undefined
+        );
+      },
+      20_000,
+    );
     expect(sim.stats().adopted, 'devices learnt before the pairing projection caught up').to.equal(0);
 
     await catchUpProjector(db.pool, store, pairing);
-    await until('every device learnt', () => sim!.stats().adopted === DEVICES);
+    await until('every device learnt', async () => sim!.stats().adopted === DEVICES || undefined, 20_000);
     expect(sim.fleet().filter((d) => d.publicId !== undefined)).to.have.length(DEVICES);
   });
 });

@@ -34,9 +34,9 @@ const REMEMBER_REJECTION = `
 
 const FORGET_REJECTION = `DELETE FROM pairing_rejections WHERE hub_id = $1 AND ieee_addr = $2`;
 
-/** Pairing windows and candidates; pairing events are few, so each is applied on its own. */
 export const PAIRING_PROJECTOR_NAME = 'pairing';
 
+/** Pairing windows and candidates; pairing events are few, so each is applied on its own. */
 export function pairingProjector(): Projector {
   return {
     name: PAIRING_PROJECTOR_NAME,
