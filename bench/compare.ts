@@ -24,6 +24,8 @@ const HEADLINE = new Set([
   'changePercent',
   'lastMiB',
   'machineBusyShare',
+  'milliseconds',
+  'walBytes',
 ]);
 
 const args = process.argv.slice(2);

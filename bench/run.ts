@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every benchmark, one JSON line per figure on stdout. BENCH_ONLY=name[,name] runs some
- * groups: eventstore, telemetry, components (each ingest component alone), e2e (end-to-end ingest),
+ * groups: eventstore, telemetry, retention (telemetry partitions dropped vs rows deleted), components (each ingest component alone), e2e (end-to-end ingest),
  * ingest (components then e2e, so the end-to-end figures can give their share of each ceiling), live,
  * scaleout (the multi-process topology with 1 and 2 brokers and projector processes).
  * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
@@ -11,6 +11,7 @@ import { commandBenchmarks } from './commands.bench.js';
 import { eventStoreBenchmarks } from './eventstore.bench.js';
 import { ingestBenchmarks } from './ingest.bench.js';
 import { liveBenchmarks } from './live.bench.js';
+import { retentionBenchmarks } from './retention.bench.js';
 import { roundTripBenchmarks } from './roundtrip.bench.js';
 import { scaleOutBenchmarks } from './scale-out.bench.js';
 import { releaseBenchServer } from './support.js';
@@ -19,6 +20,7 @@ import { telemetryBenchmarks } from './telemetry.bench.js';
 const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
   ['eventstore', [], eventStoreBenchmarks],
   ['telemetry', [], telemetryBenchmarks],
+  ['retention', [], retentionBenchmarks],
   ['components', ['ingest'], componentBenchmarks],
   ['e2e', ['ingest'], ingestBenchmarks],
   ['commands', [], commandBenchmarks],

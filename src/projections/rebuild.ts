@@ -4,6 +4,10 @@ import { installProjector, lockCheckpoint, saveCheckpoint } from './checkpoints.
 import { RebuildRefused, type Projector } from './projector.js';
 import { inSchema, replayIntoSchema, replayPages } from './replay.js';
 
+const PARTITIONS_OF = `
+  SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+   WHERE i.inhparent = to_regclass($1)`;
+
 export interface RebuildProgress {
   readonly projector: string;
   readonly eventsApplied: number;
@@ -64,7 +68,13 @@ export async function rebuildProjector(
     applied += tail.applied;
     for (const table of projector.tables) {
       await client.query(`DROP TABLE IF EXISTS public.${table}`);
+      // A partitioned table moves alone: its partitions follow one by one, or the schema's drop takes them.
+      const { rows: partitions } = await client.query<{ name: string }>(PARTITIONS_OF, [
+        `${shadow}.${table}`,
+      ]);
       await client.query(`ALTER TABLE ${shadow}.${table} SET SCHEMA public`);
+      for (const { name } of partitions)
+        await client.query(`ALTER TABLE ${shadow}.${name} SET SCHEMA public`);
     }
     await client.query(`UPDATE projection.checkpoints SET events_applied = 0 WHERE projector = $1`, [
       projector.name,

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { deleteExpiredReadings } from '../ingress/readings/retention.js';
-import { deleteExpiredTelemetry } from '../projections/telemetry/retention.js';
+import { applyTelemetryRetention } from '../projections/telemetry/retention.js';
 import type { ScheduledJob } from './job.js';
 
 type RetentionConfig = Pick<
@@ -16,8 +16,9 @@ type RetentionConfig = Pick<
 >;
 
 /**
- * Hourly retention: reading events in the event store, then raw telemetry and each bucket table. Both
- * delete in batches and stop between batches when this instance stops being the active scheduler.
+ * Hourly retention: reading events in the event store, then raw telemetry and each bucket table (whose
+ * coming partitions are created at the same time). Both stop between steps when this instance stops being
+ * the active scheduler.
  */
 export function retentionJobs(deps: {
   store: EventStore;
@@ -46,7 +47,7 @@ export function retentionJobs(deps: {
       schedule: '47 * * * *',
       atStart: false,
       async run(leadership) {
-        const deleted = await deleteExpiredTelemetry(deps.pool, {
+        const report = await applyTelemetryRetention(deps.pool, {
           retention: {
             rawDays: config.TELEMETRY_RAW_RETENTION_DAYS,
             minuteDays: config.TELEMETRY_1M_RETENTION_DAYS,
@@ -56,7 +57,8 @@ export function retentionJobs(deps: {
           now: Date.now(),
           signal: leadership,
         });
-        if (Object.values(deleted).some((n) => n > 0)) logger.info({ deleted }, 'expired telemetry deleted');
+        if (report.dropped.length > 0 || Object.values(report.deleted).some((n) => n > 0))
+          logger.info(report, 'expired telemetry dropped');
       },
     },
   ];

@@ -7,11 +7,12 @@ import type { Projector } from '../../src/projections/projector.js';
 import { rebuildProjector } from '../../src/projections/rebuild.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { readDeviceState } from '../../src/projections/state/queries.js';
-import { deleteExpiredTelemetry } from '../../src/projections/telemetry/retention.js';
+import { applyTelemetryRetention } from '../../src/projections/telemetry/retention.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
 import { readBuckets, readPointValues } from '../../src/projections/telemetry/queries.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { until } from '../support/edge-agent.js';
 import { recordReadings } from '../support/readings.js';
 
 const DEVICE = 'dev_meter01';
@@ -260,28 +261,119 @@ describe('state and telemetry projections', () => {
     }
   });
 
-  it('retention deletes raw readings and buckets older than their horizon, and nothing newer', async () => {
+  it('retention drops the partitions wholly older than each horizon, keeps the one it falls in, creates the next', async () => {
     const projector = telemetryProjector();
     await recordReadings(
       store,
       produced('2026-01-01T10:00:00.000Z', 1),
       produced('2026-05-01T10:00:00.000Z', 2),
-      produced('2026-06-01T10:00:00.000Z', 3),
+      // Older than the raw and 1m horizons (05-23 12:00), but in the day partition the horizon falls in.
+      produced('2026-05-23T10:00:00.000Z', 3),
+      produced('2026-06-01T10:00:00.000Z', 4),
     );
     await catchUpProjector(db.pool, store, projector);
-    const deleted = await deleteExpiredTelemetry(db.pool, {
-      now: Date.parse('2026-06-02T00:00:00Z'),
+    const report = await applyTelemetryRetention(db.pool, {
+      now: Date.parse('2026-06-02T12:00:00Z'),
       retention: { rawDays: 10, minuteDays: 10, hourDays: 60, dayDays: 100 },
-      batchSize: 1,
     });
-    expect(deleted).to.deep.equal({ telemetry_raw: 2, telemetry_1m: 2, telemetry_1h: 1, telemetry_1d: 1 });
+    expect(report.dropped).to.deep.equal([
+      'telemetry_raw_20260101',
+      'telemetry_raw_20260501',
+      'telemetry_1m_20260101',
+      'telemetry_1m_20260501',
+      'telemetry_1h_202601',
+      // Berlin's midnight of 1 January is 23:00 UTC on 31 December.
+      'telemetry_1d_2025',
+    ]);
+    expect(report.deleted).to.deep.equal({});
+    // Today's, tomorrow's and the next day's raw and 1m partitions; June and 2026 exist already.
+    expect(report.created).to.equal(6);
     const count = async (table: string) =>
       (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
     expect([
       await count('telemetry_raw'),
       await count('telemetry_1m'),
       await count('telemetry_1h'),
-    ]).to.deep.equal([1, 1, 2]);
-    expect(await count('telemetry_1d')).to.equal(2);
+      await count('telemetry_1d'),
+    ]).to.deep.equal([2, 2, 3, 3]);
+    expect(await partitionsOf('telemetry_raw')).to.deep.equal([
+      'telemetry_raw_20260523',
+      'telemetry_raw_20260601',
+      'telemetry_raw_20260602',
+      'telemetry_raw_20260603',
+      'telemetry_raw_20260604',
+    ]);
+
+    // A replay of an expired reading finds its partition gone and creates it again; the next run drops it.
+    const again = telemetryProjector('telemetry:again');
+    await catchUpProjector(db.pool, store, again);
+    expect(await count('telemetry_raw')).to.equal(6);
+    const second = await applyTelemetryRetention(db.pool, {
+      now: Date.parse('2026-06-02T12:00:00Z'),
+      retention: { rawDays: 10, minuteDays: 10, hourDays: 60, dayDays: 100 },
+    });
+    expect(second.dropped).to.include.members(['telemetry_raw_20260101', 'telemetry_raw_20260501']);
+    expect(await count('telemetry_raw')).to.equal(4);
   });
+
+  it('retention finishes a drop whose detach was interrupted, and drops a detached table left behind', async () => {
+    await recordReadings(
+      store,
+      produced('2026-05-01T10:00:00.000Z', 1),
+      produced('2026-05-02T10:00:00.000Z', 2),
+    );
+    await catchUpProjector(db.pool, store, telemetryProjector());
+    // As a crash would leave them: one partition detached but not dropped, the other with its concurrent
+    // detach cancelled while it waited for a reader (detach pending).
+    await db.pool.query('ALTER TABLE telemetry_raw DETACH PARTITION telemetry_raw_20260501');
+    const reader = await db.pool.connect();
+    const detacher = await db.pool.connect();
+    try {
+      await reader.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+      await reader.query('SELECT count(*) FROM telemetry_raw');
+      const pid = (await detacher.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const detach = detacher
+        .query('ALTER TABLE telemetry_raw DETACH PARTITION telemetry_raw_20260502 CONCURRENTLY')
+        .catch((e: unknown) => e);
+      await until(
+        'the detach to wait for the reader',
+        async () => {
+          const { rows } = await db.pool.query(
+            `SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`,
+            [pid],
+          );
+          return rows.length > 0 ? true : undefined;
+        },
+        5_000,
+      );
+      await db.pool.query('SELECT pg_cancel_backend($1)', [pid]);
+      expect(await detach).to.have.property('code', '57014');
+    } finally {
+      await reader.query('ROLLBACK');
+      reader.release();
+      detacher.release();
+    }
+    const { rows: pending } = await db.pool.query(
+      `SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = 'telemetry_raw_20260502'::regclass`,
+    );
+    expect(pending, 'detach left pending').to.deep.equal([{ inhdetachpending: true }]);
+    const report = await applyTelemetryRetention(db.pool, {
+      now: Date.parse('2026-06-02T12:00:00Z'),
+      retention: { rawDays: 10, minuteDays: 10, hourDays: 60, dayDays: 100 },
+    });
+    expect(report.dropped).to.include.members(['telemetry_raw_20260501', 'telemetry_raw_20260502']);
+    expect(await partitionsOf('telemetry_raw')).to.not.include.members(['telemetry_raw_20260502']);
+    const { rows } = await db.pool.query(`SELECT to_regclass('telemetry_raw_20260501') AS left_behind`);
+    expect(rows[0].left_behind).to.equal(null);
+  });
+
+  /** The partitions attached to a table, by name. */
+  async function partitionsOf(table: string) {
+    const { rows } = await db.pool.query<{ name: string }>(
+      `SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+        WHERE i.inhparent = to_regclass($1) ORDER BY 1`,
+      [table],
+    );
+    return rows.map((r) => r.name);
+  }
 });

@@ -14,6 +14,7 @@ import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
 import { LocalDays } from './local-days.js';
 import { foldBatch, type FoldedReading } from './batch-fold.js';
+import { PARTITIONED_TABLES, ensurePartitions, partitionsFor } from './time-partitions.js';
 import { APPLIED_POSITION, INSERT_SITE_ZONES, RECOMPUTE_INCREASE, RECORD_BATCH, SITE_ZONES } from './sql.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
@@ -38,7 +39,8 @@ export const telemetryFamily: PartitionableProjector = {
 /**
  * Raw readings and 1m, 1h and 1d buckets from ReadingsRecorded; site zones from SiteCreated. A batch's
  * readings are folded per bucket in memory (batch-fold.ts), then stored with one statement: raw rows, one
- * upsert per touched bucket, and the applied position (sql.ts, RECORD_BATCH).
+ * upsert per touched bucket, and the applied position (sql.ts, RECORD_BATCH), after the time partitions
+ * they go to are made sure of (time-partitions.ts).
  */
 export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
   // Sites never change zone, so what was once read stays true; it only saves a query per batch.
@@ -84,6 +86,15 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
         });
       }
       const buckets = foldBatch(numeric, (ms, zone) => days.of(ms, zone));
+      await ensurePartitions(db, [
+        ...partitionsFor(PARTITIONED_TABLES.raw, raw.filedMs),
+        ...(['1m', '1h', '1d'] as const).flatMap((resolution) =>
+          partitionsFor(
+            PARTITIONED_TABLES[resolution],
+            buckets.filter((b) => b.resolution === resolution).map((b) => b.startMs),
+          ),
+        ),
+      ]);
       const { rows } = await db.query<{
         resolution: StoredResolution;
         device_id: string;

@@ -1,6 +1,16 @@
 import { DAY_MS } from '../../domain/time.js';
-import type { Pool } from '../../infra/postgres/pool.js';
-import { BUCKET_TABLES, deleteExpired } from './sql.js';
+import { isBusyError } from '../../infra/postgres/errors.js';
+import { inTransaction, type Pool } from '../../infra/postgres/pool.js';
+import { deleteExpired } from './sql.js';
+import {
+  PARTITIONED_TABLES,
+  ensurePartitions,
+  isBeforePartition,
+  partitionEnd,
+  partitionsFor,
+  type PartitionedTable,
+  type TimePartition,
+} from './time-partitions.js';
 
 /** How long each telemetry table keeps its rows, in days (config: TELEMETRY_*_RETENTION_DAYS). */
 export interface TelemetryRetention {
@@ -10,34 +20,114 @@ export interface TelemetryRetention {
   readonly dayDays: number;
 }
 
-const TARGETS = [
-  { table: 'telemetry_raw', column: 'filed_at', days: (r: TelemetryRetention) => r.rawDays },
-  { table: BUCKET_TABLES['1m'], column: 'bucket_start', days: (r: TelemetryRetention) => r.minuteDays },
-  { table: BUCKET_TABLES['1h'], column: 'bucket_start', days: (r: TelemetryRetention) => r.hourDays },
-  { table: BUCKET_TABLES['1d'], column: 'bucket_start', days: (r: TelemetryRetention) => r.dayDays },
-].map((t) => ({ ...t, sql: deleteExpired(t.table, t.column) }));
+const TARGETS: readonly { target: PartitionedTable; days: (r: TelemetryRetention) => number }[] = [
+  { target: PARTITIONED_TABLES.raw, days: (r) => r.rawDays },
+  { target: PARTITIONED_TABLES['1m'], days: (r) => r.minuteDays },
+  { target: PARTITIONED_TABLES['1h'], days: (r) => r.hourDays },
+  { target: PARTITIONED_TABLES['1d'], days: (r) => r.dayDays },
+];
+
+/** How far ahead the scheduler creates partitions, so a projector almost never has to. */
+const CREATE_AHEAD_DAYS = 2;
 
 /**
- * Deletes expired raw readings and buckets in batches (short transactions, so the projector is never held
- * up). Expired rows are older than any reading the projector may still file (7 days back at most), so the
- * two never touch the same rows. Returns how many rows left each table.
+ * A table's partitions, attached or not, in the schema the table resolves to: a partition whose detach
+ * was interrupted is still attached with detach pending; one detached but not yet dropped is a plain table
+ * of the same name.
  */
-export async function deleteExpiredTelemetry(
+const PARTITIONS_OF = `
+  SELECT c.relname AS name, i.inhdetachpending AS detach_pending, i.inhrelid IS NOT NULL AS attached
+    FROM pg_class c
+    LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = to_regclass($1)
+   WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
+     AND left(c.relname, length($1) + 1) = $1 || '_'
+   ORDER BY c.relname`;
+
+export interface RetentionReport {
+  /** Partitions dropped whole, each wholly older than its table's horizon. */
+  readonly dropped: string[];
+  /** Rows deleted one by one, per table: only from a converted table's first partition (migration 0311). */
+  readonly deleted: Record<string, number>;
+  /** Partitions created ahead of need. */
+  readonly created: number;
+}
+
+/**
+ * Telemetry retention, hourly from the scheduler. A partition whose whole span is older than its table's
+ * horizon is detached without blocking queries or the projector (DETACH … CONCURRENTLY) and dropped, so a
+ * row is kept at least its retention and at most one span (day, month, year) more. Only the first
+ * partition of a converted table, which spans everything before the conversion, has its expired rows
+ * deleted in batches until the whole of it has expired. Expired rows are older than any reading the
+ * projector may still file (7 days back at most), so the two never touch the same rows. The coming days'
+ * partitions are created here too.
+ */
+export async function applyTelemetryRetention(
   pool: Pool,
   options: { retention: TelemetryRetention; now: number; batchSize?: number; signal?: AbortSignal },
-): Promise<Record<string, number>> {
+): Promise<RetentionReport> {
   const batchSize = options.batchSize ?? 10_000;
-  const deleted: Record<string, number> = {};
-  for (const target of TARGETS) {
-    const before = new Date(options.now - target.days(options.retention) * DAY_MS);
-    let count = 0;
-    for (;;) {
+  const report = { dropped: [] as string[], deleted: {} as Record<string, number>, created: 0 };
+  const ahead = Array.from({ length: CREATE_AHEAD_DAYS + 1 }, (_, n) => options.now + n * DAY_MS);
+  for (const { target, days } of TARGETS) {
+    if (options.signal?.aborted) break;
+    const horizon = options.now - days(options.retention) * DAY_MS;
+    report.created += await createAhead(pool, partitionsFor(target, ahead));
+    const { rows } = await pool.query<{ name: string; detach_pending: boolean | null; attached: boolean }>(
+      PARTITIONS_OF,
+      [target.table],
+    );
+    for (const partition of rows) {
       if (options.signal?.aborted) break;
-      const { rowCount } = await pool.query(target.sql, [before, batchSize]);
-      count += rowCount ?? 0;
-      if ((rowCount ?? 0) < batchSize) break;
+      const end = partitionEnd(target, partition.name);
+      if (end === undefined) continue;
+      if (end <= horizon) {
+        if (partition.attached) {
+          const how = partition.detach_pending ? 'FINALIZE' : 'CONCURRENTLY';
+          await pool.query(`ALTER TABLE ${target.table} DETACH PARTITION ${partition.name} ${how}`);
+        }
+        await pool.query(`DROP TABLE IF EXISTS ${partition.name}`);
+        report.dropped.push(partition.name);
+      } else if (isBeforePartition(target, partition.name)) {
+        report.deleted[target.table] = await deleteInBatches(pool, partition.name, target.column, {
+          before: new Date(horizon),
+          batchSize,
+          signal: options.signal,
+        });
+      }
     }
-    deleted[target.table] = count;
   }
-  return deleted;
+  return report;
+}
+
+/**
+ * Creating a partition locks its table against readers until the transaction ends; behind a long writer
+ * that wait would queue every query, so it gives up after a second and the projector creates the
+ * partition when it first needs it.
+ */
+async function createAhead(pool: Pool, partitions: readonly TimePartition[]): Promise<number> {
+  try {
+    return await inTransaction(pool, async (client) => {
+      await client.query(`SET LOCAL lock_timeout = '1s'`);
+      return ensurePartitions(client, partitions);
+    });
+  } catch (error) {
+    if (isBusyError(error)) return 0;
+    throw error;
+  }
+}
+
+async function deleteInBatches(
+  pool: Pool,
+  table: string,
+  column: string,
+  options: { before: Date; batchSize: number; signal?: AbortSignal },
+): Promise<number> {
+  const sql = deleteExpired(table, column);
+  let count = 0;
+  for (;;) {
+    if (options.signal?.aborted) return count;
+    const { rowCount } = await pool.query(sql, [options.before, options.batchSize]);
+    count += rowCount ?? 0;
+    if ((rowCount ?? 0) < options.batchSize) return count;
+  }
 }

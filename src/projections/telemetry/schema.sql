@@ -4,6 +4,9 @@
 -- event at or before it (a replay) is skipped as a whole. One row per projector name: each partition of a
 -- partitioned projector (docs/deployment.md) keeps its own. (Until migration 0301 a primary key over the
 -- event and the reading's place in it did that, at a unique check per reading.)
+-- Every table is partitioned by time (time-partitions.ts): a partition per UTC day (raw, 1m), month (1h) or
+-- year (1d), created ahead by the scheduler or by the projector when a batch needs it. Retention drops whole
+-- partitions instead of deleting rows (retention.ts).
 CREATE TABLE IF NOT EXISTS telemetry_raw (
   device_id text COLLATE "C" NOT NULL,
   capability text COLLATE "C" NOT NULL,
@@ -16,15 +19,14 @@ CREATE TABLE IF NOT EXISTS telemetry_raw (
   server_time timestamptz NOT NULL,
   -- Order of application (the global order): breaks ties between readings filed at the same time.
   applied bigint GENERATED ALWAYS AS IDENTITY
-);
+) PARTITION BY RANGE (filed_at);
 -- A device's series in time order: resolution=raw and the recomputation of a counter bucket's increase.
 CREATE INDEX IF NOT EXISTS telemetry_raw_series ON telemetry_raw (device_id, capability, filed_at);
--- Rows arrive roughly in time order, so a BRIN index finds expired rows for retention at almost no cost.
-CREATE INDEX IF NOT EXISTS telemetry_raw_filed ON telemetry_raw USING brin (filed_at);
 
 -- One table per stored resolution, same shape. Numbers only: a boolean counts as 1 (true) or 0 (false).
 -- increase is kept for counters only: the reset-aware rise between the bucket's own readings.
--- Rows are updated in place batch after batch: free space in each page lets those updates stay HOT.
+-- Rows are updated in place batch after batch: each partition is created with free space in its pages
+-- (fillfactor 80) so those updates stay HOT.
 CREATE TABLE IF NOT EXISTS telemetry_1m (
   device_id text COLLATE "C" NOT NULL,
   capability text COLLATE "C" NOT NULL,
@@ -39,11 +41,12 @@ CREATE TABLE IF NOT EXISTS telemetry_1m (
   last_value double precision NOT NULL,
   increase double precision,
   PRIMARY KEY (device_id, capability, bucket_start)
-) WITH (fillfactor = 80);
-CREATE INDEX IF NOT EXISTS telemetry_1m_start ON telemetry_1m USING brin (bucket_start);
+) PARTITION BY RANGE (bucket_start);
 
-CREATE TABLE IF NOT EXISTS telemetry_1h (LIKE telemetry_1m INCLUDING ALL) WITH (fillfactor = 80);
-CREATE TABLE IF NOT EXISTS telemetry_1d (LIKE telemetry_1m INCLUDING ALL) WITH (fillfactor = 80);
+CREATE TABLE IF NOT EXISTS telemetry_1h (LIKE telemetry_1m, PRIMARY KEY (device_id, capability, bucket_start))
+  PARTITION BY RANGE (bucket_start);
+CREATE TABLE IF NOT EXISTS telemetry_1d (LIKE telemetry_1m, PRIMARY KEY (device_id, capability, bucket_start))
+  PARTITION BY RANGE (bucket_start);
 
 CREATE TABLE IF NOT EXISTS telemetry_applied (
   projector text COLLATE "C" PRIMARY KEY,
