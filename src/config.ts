@@ -16,6 +16,12 @@ const schema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'a postgres:// or postgresql:// connection string')
     .optional(),
+  // A read-only replica (hot standby) of DATABASE_URL's database: API nodes answer read-model queries from it
+  // (docs/deployment.md, "Read replicas").
+  DATABASE_REPLICA_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'a postgres:// or postgresql:// connection string')
+    .optional(),
   EVENTSTORE_URL: z
     .string()
     .regex(
@@ -124,5 +130,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     const variable = String(issue.path[0] ?? 'environment');
     throw new ConfigError(`invalid configuration: ${variable}: ${issue.message}`);
   }
+  if (parsed.data.DATABASE_REPLICA_URL && !parsed.data.DATABASE_URL)
+    throw new ConfigError(
+      'invalid configuration: DATABASE_REPLICA_URL: a replica of the DATABASE_URL server, which is not set',
+    );
   return Object.freeze({ ...parsed.data, DATA_DIR: path.resolve(parsed.data.DATA_DIR) });
 }

@@ -21,12 +21,19 @@ import { deviceDataRoutes } from './routes/device-data.js';
 import { LiveHub } from './live/hub.js';
 import { liveRoutes, refuseTokenInQuery } from './live/route.js';
 import { controlRoutes } from './routes/control.js';
+import { cursorKeys } from './pagination/cursor-keys.js';
 
 export interface ApiDependencies {
   readonly config: Config;
   readonly logger: Logger;
   readonly metrics: Metrics;
+  /** The primary: keys, revocations and health. */
   readonly pool: Pool;
+  /**
+   * Read-model queries and the waits of writes on projection positions, from one server so that a write
+   * answers only once a read will see it: a read-only replica's pool, or `pool` (the default).
+   */
+  readonly queries?: Pool;
   readonly store: EventStore;
   /** Milliseconds since the epoch for token times, key and revocation caches and rate limits; tests move it. */
   readonly now?: () => number;
@@ -74,8 +81,10 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   app.use('/v1/live', refuseTokenInQuery);
   // Everything under /v1 below this line needs a bearer token; routes add requireScope(...) themselves.
   app.use('/v1', auth.authenticate, jsonBody, storableInput);
-  app.use('/v1', registryRoutes({ pool: deps.pool, store: deps.store, now: deps.now }));
-  app.use('/v1', deviceDataRoutes({ pool: deps.pool, now: deps.now ?? Date.now, lag: deps.lag }));
+  const queries = deps.queries ?? deps.pool;
+  const cursorKey = cursorKeys(deps.pool);
+  app.use('/v1', registryRoutes({ pool: queries, cursorKey, store: deps.store, now: deps.now }));
+  app.use('/v1', deviceDataRoutes({ pool: queries, now: deps.now ?? Date.now, lag: deps.lag }));
   app.use(
     '/v1',
     liveRoutes({
@@ -88,7 +97,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
       now: deps.now ?? Date.now,
     }),
   );
-  app.use('/v1', controlRoutes({ pool: deps.pool, store: deps.store, now: deps.now ?? Date.now }));
+  app.use('/v1', controlRoutes({ pool: queries, cursorKey, store: deps.store, now: deps.now ?? Date.now }));
   app.use(unknownRoute);
   app.use(errorHandler);
   return app;

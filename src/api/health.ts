@@ -6,12 +6,15 @@ import type { Metrics } from '../infra/metrics.js';
 import type { LagFigures } from '../projections/lag.js';
 
 /**
- * GET /health (no auth): 200 when the read-model database and the event store both answer, else 503.
+ * GET /health (no auth): 200 when the read-model database (and its replica, where one answers the
+ * queries) and the event store answer, else 503.
  * The body names each dependency so an operator sees which one is down, and each projector's lag: status
  * `degraded` (still 200) when one is further behind than PROJECTION_LAG_DEGRADED_SECONDS. No secrets.
  */
 export function healthRoutes(deps: {
   pool: Pool;
+  /** A read-only replica's pool answering the read-model queries, when one is configured. */
+  queries?: Pool;
   store: EventStore;
   metrics: Metrics;
   lag?: LagFigures;
@@ -19,14 +22,14 @@ export function healthRoutes(deps: {
 }): Router {
   const router = Router();
   router.get('/health', async (_req, res) => {
-    const [database, eventStore] = await Promise.all([
-      deps.pool.query('SELECT 1').then(
-        () => true,
-        () => false,
-      ),
+    const replica = deps.queries !== undefined && deps.queries !== deps.pool ? deps.queries : undefined;
+    const [database, eventStore, replicaUp] = await Promise.all([
+      answers(deps.pool),
       deps.store.ping(),
+      replica && answers(replica),
     ]);
-    const ok = database && eventStore;
+    // A node whose replica is down cannot answer its queries: it is taken out like one without a database.
+    const ok = database && eventStore && replicaUp !== false;
     const threshold = deps.config.PROJECTION_LAG_DEGRADED_SECONDS;
     const projections = Object.fromEntries(
       (deps.lag?.all() ?? []).map((lag) => [
@@ -48,6 +51,7 @@ export function healthRoutes(deps: {
         status: !ok ? 'unavailable' : behind ? 'degraded' : 'ok',
         checks: {
           database: database ? 'ok' : 'unreachable',
+          ...(replica ? { replica: replicaUp ? 'ok' : 'unreachable' } : {}),
           eventStore: { kind: deps.store.kind, status: eventStore ? 'ok' : 'unreachable' },
           ...(deps.lag ? { projections } : {}),
         },
@@ -57,4 +61,11 @@ export function healthRoutes(deps: {
     res.set('Content-Type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
   });
   return router;
+}
+
+function answers(pool: Pool): Promise<boolean> {
+  return pool.query('SELECT 1').then(
+    () => true,
+    () => false,
+  );
 }

@@ -15,6 +15,11 @@ export interface Database {
   readonly locks: Pool;
   /** Connections that write read models and never append events (src/eventstore/postgres/read-model-writers.ts). */
   readonly readModels: Pool;
+  /**
+   * Connections that answer the API's read-model queries and the waits on projection positions that go
+   * with them: a read-only replica's (DATABASE_REPLICA_URL) when set, else the same pool as `pool`.
+   */
+  readonly queries: Pool;
   readonly embedded: boolean;
   close(): Promise<void>;
 }
@@ -32,11 +37,19 @@ export async function openDatabase(
   const pool = createPool(url, { max: options.poolSize ?? 20 });
   const locks = createLockPool(url);
   const readModels = createReadModelPool(url);
+  const queries = config.DATABASE_REPLICA_URL
+    ? createPool(config.DATABASE_REPLICA_URL, {
+        max: options.poolSize ?? 20,
+        applicationName: 'device-cloud-queries',
+      })
+    : pool;
+  const endAll = () =>
+    Promise.all([pool.end(), locks.end(), readModels.end(), queries === pool ? undefined : queries.end()]);
   try {
     const report = await migrate(pool);
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
   } catch (error) {
-    await Promise.all([pool.end(), locks.end(), readModels.end()]);
+    await endAll();
     await embedded?.stop();
     throw error;
   }
@@ -45,9 +58,10 @@ export async function openDatabase(
     pool,
     locks,
     readModels,
+    queries,
     embedded: embedded !== undefined,
     async close() {
-      await Promise.all([pool.end(), locks.end(), readModels.end()]);
+      await endAll();
       await embedded?.stop();
     },
   };

@@ -121,8 +121,9 @@ export async function startService(
     limits = await openClusterLimits(config, logger);
     live = createLiveHub({ config, logger, store });
     await live.start();
+    // Measured where this node's answers come from: on a replica, its lag includes the replica's own.
     lag = new ProjectionLagMonitor({
-      pool: database.pool,
+      pool: database.queries,
       store,
       projectors,
       intervalMs: config.PROJECTION_LAG_INTERVAL_MS,
@@ -130,7 +131,17 @@ export async function startService(
       metrics,
     });
     await lag.start();
-    const app = createApiApp({ config, logger, metrics, pool: database.pool, store, live, lag, limits });
+    const app = createApiApp({
+      config,
+      logger,
+      metrics,
+      pool: database.pool,
+      queries: database.queries,
+      store,
+      live,
+      lag,
+      limits,
+    });
     server = await listen(createHttpServer(app, config), config.HTTP_PORT, config.HTTP_HOST);
   }
   const address = server?.address();

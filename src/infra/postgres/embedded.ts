@@ -2,9 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import {
   access,
+  appendFile,
   chmod,
   chown,
   constants,
+  copyFile,
+  cp,
   mkdir,
   readFile,
   rm,
@@ -104,31 +107,7 @@ export async function startEmbeddedPostgres(options: {
         { preferred: options.port, port },
         'embedded PostgreSQL port taken; using a free one',
       );
-    const settings = [
-      `-p ${port}`,
-      '-c listen_addresses=127.0.0.1',
-      "-c unix_socket_directories=''",
-      '-c max_connections=200',
-    ].join(' ');
-    await run(
-      binaries.pg_ctl,
-      [
-        'start',
-        '-w',
-        '-t',
-        '60',
-        '-D',
-        clusterDir,
-        '-l',
-        path.join(clusterDir, 'server.log'),
-        '-o',
-        settings,
-      ],
-      {
-        ...asOwner,
-        env: { ...process.env, LC_ALL: 'C' },
-      },
-    );
+    await startCluster(binaries, clusterDir, port, asOwner);
     startedHere = true;
     options.logger.info({ clusterDir, port }, 'embedded PostgreSQL started');
   } else {
@@ -147,6 +126,90 @@ export async function startEmbeddedPostgres(options: {
     },
   };
 }
+
+/**
+ * A streaming, read-only replica (hot standby) of an embedded cluster on this machine, for trying
+ * DATABASE_REPLICA_URL without an operator and for the tests that prove reads and waits go to it. Its base
+ * backup is a file copy taken between pg_backup_start and pg_backup_stop on the primary (the embedded
+ * binaries have no pg_basebackup); it then follows the primary over a replication connection.
+ */
+export async function startEmbeddedStandby(options: {
+  primaryDataDir: string;
+  primaryUrl: string;
+  dataDir: string;
+  logger: Logger;
+}): Promise<EmbeddedDatabase> {
+  const binaries = await loadBinaries();
+  const owner = await clusterOwner();
+  const asOwner = owner ? { uid: owner.uid, gid: owner.gid } : {};
+  const primaryDir = await clusterDirectory(options.primaryDataDir, owner);
+  const clusterDir = await clusterDirectory(options.dataDir, owner);
+  if (await exists(path.join(clusterDir, 'PG_VERSION')))
+    throw new Error(`${clusterDir} holds a cluster already`);
+  // The standby's users are the primary's: so is the password.
+  await copyFile(
+    path.join(options.primaryDataDir, 'postgres.password'),
+    path.join(options.dataDir, 'postgres.password'),
+  );
+  const primary = new URL(options.primaryUrl);
+  const admin = new pg.Client({ connectionString: options.primaryUrl });
+  await admin.connect();
+  try {
+    await admin.query(`SELECT pg_backup_start('device-cloud standby', true)`);
+    await cp(primaryDir, clusterDir, {
+      recursive: true,
+      filter: (source) => !EXCLUDED_FROM_BASE_BACKUP.has(path.relative(primaryDir, source)),
+    });
+    const { rows } = await admin.query<{ labelfile: string }>('SELECT labelfile FROM pg_backup_stop(false)');
+    await writeFile(path.join(clusterDir, 'backup_label'), rows[0]!.labelfile);
+  } finally {
+    await admin.end();
+  }
+  await mkdir(path.join(clusterDir, 'pg_wal', 'archive_status'), { recursive: true });
+  await writeFile(path.join(clusterDir, 'standby.signal'), '');
+  const conninfo = `host=127.0.0.1 port=${primary.port} user=postgres password=${decodeURIComponent(primary.password)}`;
+  await appendFile(
+    path.join(clusterDir, 'postgresql.auto.conf'),
+    `primary_conninfo = '${conninfo.replaceAll("'", "''")}'\n`,
+  );
+  if (owner) await run('chown', ['-R', `${owner.uid}:${owner.gid}`, clusterDir]);
+  await chmod(clusterDir, 0o700);
+
+  const port = await freePort();
+  await startCluster(binaries, clusterDir, port, asOwner);
+  options.logger.info({ clusterDir, port }, 'embedded PostgreSQL standby started');
+  const url = new URL(options.primaryUrl);
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    async stop() {
+      await run(binaries.pg_ctl, ['stop', '-w', '-m', 'fast', '-D', clusterDir], asOwner);
+    },
+  };
+}
+
+/** Starts a cluster detached (pg_ctl), listening on loopback only, as its owner. */
+async function startCluster(
+  binaries: Binaries,
+  clusterDir: string,
+  port: number,
+  asOwner: { uid?: number; gid?: number },
+): Promise<void> {
+  const settings = [
+    `-p ${port}`,
+    '-c listen_addresses=127.0.0.1',
+    "-c unix_socket_directories=''",
+    '-c max_connections=200',
+  ].join(' ');
+  const log = path.join(clusterDir, 'server.log');
+  await run(binaries.pg_ctl, ['start', '-w', '-t', '60', '-D', clusterDir, '-l', log, '-o', settings], {
+    ...asOwner,
+    env: { ...process.env, LC_ALL: 'C' },
+  });
+}
+
+/** What a base backup leaves out: the primary's process files and log, and its WAL (streamed instead). */
+const EXCLUDED_FROM_BASE_BACKUP = new Set(['postmaster.pid', 'postmaster.opts', 'server.log', 'pg_wal']);
 
 export async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
   const client = new pg.Client({ connectionString: adminUrl });
