@@ -29,6 +29,8 @@ const schema = z.object({
       'a kurrentdb://, esdb:// or postgres:// connection string',
     )
     .optional(),
+  // KurrentDB cluster: $all reads and subscriptions from followers (docs/deployment.md, "Stores").
+  EVENTSTORE_FOLLOWER_READS: z.stringbool().default(false),
   DATA_DIR: z.string().min(1).default('.data'),
   EMBEDDED_PG_PORT: port.default(54329),
   HTTP_HOST: z.string().min(1).default('0.0.0.0'),

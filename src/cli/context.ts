@@ -23,6 +23,7 @@ export async function withCliContext<T>(work: (context: CliContext) => Promise<T
   try {
     const store = await openEventStore({
       eventStoreUrl: config.EVENTSTORE_URL,
+      followerReads: config.EVENTSTORE_FOLLOWER_READS,
       pool: database.pool,
       databaseUrl: database.url,
     });

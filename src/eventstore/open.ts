@@ -8,13 +8,15 @@ import { PostgresEventStore } from './postgres/adapter.js';
  */
 export async function openEventStore(options: {
   eventStoreUrl: string | undefined;
+  /** KurrentDB: read $all and subscribe from followers (EVENTSTORE_FOLLOWER_READS). */
+  followerReads?: boolean;
   pool: Pool;
   databaseUrl: string;
 }): Promise<EventStore> {
   const url = options.eventStoreUrl;
   if (url && /^(kurrentdb|esdb)(\+discover)?:\/\//.test(url)) {
     const { createKurrentDbEventStore } = await import('./kurrentdb/adapter.js');
-    return createKurrentDbEventStore(url);
+    return createKurrentDbEventStore(url, { followerReads: options.followerReads });
   }
   if (url && url !== options.databaseUrl) {
     throw new Error(

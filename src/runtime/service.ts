@@ -55,6 +55,7 @@ export async function startService(
   const database = await openDatabase(config, logger);
   const store = await openEventStore({
     eventStoreUrl: config.EVENTSTORE_URL,
+    followerReads: config.EVENTSTORE_FOLLOWER_READS,
     pool: database.pool,
     databaseUrl: database.url,
   });

@@ -26,7 +26,11 @@ import {
   type StreamAppend,
   type SubscriptionBatch,
 } from '../../src/eventstore/port.js';
-import { createKurrentDbEventStore, KurrentDbEventStore } from '../../src/eventstore/kurrentdb/adapter.js';
+import {
+  createKurrentDbEventStore,
+  KurrentDbEventStore,
+  withNodePreference,
+} from '../../src/eventstore/kurrentdb/adapter.js';
 import {
   fromStreamState,
   toPortError,
@@ -715,6 +719,66 @@ describe('KurrentDB adapter (client stubbed)', () => {
     it('refuses a malformed resume position before subscribing', () => {
       const fake = fakeClient();
       expect(() => storeOn(fake).subscribeToAll({ after: 'not-a-position' })).to.throw(InvalidPositionError);
+    });
+  });
+
+  describe('follower reads (a 3-node cluster)', () => {
+    it('sets the node preference on the connection string, whatever it said before', () => {
+      expect(withNodePreference('kurrentdb+discover://a:2113,b:2113,c:2113', 'follower')).to.equal(
+        'kurrentdb+discover://a:2113,b:2113,c:2113?nodePreference=follower',
+      );
+      expect(
+        withNodePreference(
+          'kurrentdb://a:2113?tls=true&NODEPREFERENCE=leader&keepAliveInterval=10000',
+          'follower',
+        ),
+      ).to.equal('kurrentdb://a:2113?tls=true&keepAliveInterval=10000&nodePreference=follower');
+    });
+
+    it('reads $all and subscribes on the followers; appends, stream reads and the head stay on the leader', async () => {
+      const leader = fakeClient();
+      const followers = fakeClient();
+      const connect = sinon.stub(KurrentDBClient, 'connectionString');
+      connect.onFirstCall().returns(leader as unknown as KurrentDBClient);
+      connect.onSecondCall().returns(followers as unknown as KurrentDBClient);
+      const store = createKurrentDbEventStore('esdb+discover://a:2113,b:2113,c:2113?tls=false', {
+        followerReads: true,
+      });
+      expect(connect.args.map(([url]) => url)).to.deep.equal([
+        'kurrentdb+discover://a:2113,b:2113,c:2113?tls=false',
+        'kurrentdb+discover://a:2113,b:2113,c:2113?tls=false&nodePreference=follower',
+      ]);
+
+      followers.readAll.returns(iterate([resolved('A', 5n)]));
+      expect((await store.readAll({ maxCount: 10 })).events.map((e) => e.type)).to.deep.equal(['A']);
+      followers.subscribeToAll.returns(
+        Object.assign(new PassThrough({ objectMode: true }), { unsubscribe: sinon.stub().resolves() }),
+      );
+      const controller = new AbortController();
+      const first = store.subscribeToAll({ signal: controller.signal })[Symbol.asyncIterator]().next();
+      expect(followers.subscribeToAll.calledOnce, 'subscribed on the followers').to.equal(true);
+      controller.abort();
+      await within(first);
+
+      leader.appendToStream.resolves({ success: true, nextExpectedRevision: 0n, position: pos(9n) });
+      await store.append('device-1', [newEvent('B')], 'no_stream');
+      leader.readStream.returns(iterate([resolved('B', 9n)]));
+      await store.readStream('device-1');
+      leader.readAll.returns(iterate([resolved('B', 9n)]));
+      expect(await store.headPosition()).to.equal(encodePosition(pos(9n)));
+      expect([leader.readAll.callCount, followers.readAll.callCount]).to.deep.equal([1, 1]);
+      expect([followers.appendToStream.called, followers.readStream.called]).to.deep.equal([false, false]);
+
+      await store.close();
+      expect([leader.dispose.calledOnce, followers.dispose.calledOnce]).to.deep.equal([true, true]);
+    });
+
+    it('uses one client when follower reads are off', () => {
+      const connect = sinon
+        .stub(KurrentDBClient, 'connectionString')
+        .returns(fakeClient() as unknown as KurrentDBClient);
+      createKurrentDbEventStore('kurrentdb://a:2113');
+      expect(connect.callCount).to.equal(1);
     });
   });
 });

@@ -37,6 +37,12 @@ import { subscribeToAll } from './subscription.js';
 export interface KurrentDbEventStoreOptions {
   /** How long /health waits for an answer before calling the store down. */
   readonly pingTimeoutMs?: number;
+  /**
+   * A client that prefers followers, for the reads of $all and the catch-up subscriptions (projectors,
+   * the live stream): they then load the followers instead of the leader. Appends, stream reads (what
+   * deciders decide on) and the head position stay on `client`, the leader.
+   */
+  readonly followers?: KurrentDBClient;
 }
 
 /** Event store on KurrentDB / EventStoreDB (server 23.10 or later: positions on reads, caught-up signals). */
@@ -166,7 +172,7 @@ export class KurrentDbEventStore implements EventStore {
     let scanned = 0;
     try {
       // A read includes the event at fromPosition, which `after` excludes: ask for one more.
-      const reads = this.client.readAll({
+      const reads = this.reader.readAll({
         fromPosition,
         maxCount: options.maxCount + (after === undefined ? 0 : 1),
       });
@@ -190,7 +196,7 @@ export class KurrentDbEventStore implements EventStore {
 
   subscribeToAll(options: SubscribeOptions): Subscription {
     if (options.after !== undefined) decodePosition(options.after);
-    return subscribeToAll(this.client, options);
+    return subscribeToAll(this.reader, options);
   }
 
   async headPosition(): Promise<string | undefined> {
@@ -235,7 +241,11 @@ export class KurrentDbEventStore implements EventStore {
   }
 
   async close(): Promise<void> {
-    await this.client.dispose();
+    await Promise.all([this.client.dispose(), this.options.followers?.dispose()]);
+  }
+
+  private get reader(): KurrentDBClient {
+    return this.options.followers ?? this.client;
   }
 
   private async probe(): Promise<boolean> {
@@ -284,15 +294,29 @@ export class KurrentDbEventStore implements EventStore {
   }
 }
 
-/** From a `kurrentdb://` / `esdb://` connection string, or an existing client (tests inject a double). */
+/**
+ * From a `kurrentdb://` / `esdb://` connection string, or an existing client (tests inject a double). With
+ * `followerReads`, a second client on the same connection string with `nodePreference=follower` serves the
+ * $all reads and subscriptions (KurrentDbEventStoreOptions.followers).
+ */
 export function createKurrentDbEventStore(
   source: string | KurrentDBClient,
-  options: KurrentDbEventStoreOptions = {},
+  options: Omit<KurrentDbEventStoreOptions, 'followers'> & { followerReads?: boolean } = {},
 ): KurrentDbEventStore {
+  const { followerReads, ...rest } = options;
+  if (typeof source !== 'string') return new KurrentDbEventStore(source, rest);
   // The client accepts esdb:// but warns on the console about it; the two schemes mean the same.
-  const client =
-    typeof source === 'string'
-      ? KurrentDBClient.connectionString(source.replace(/^esdb(\+discover)?:\/\//i, 'kurrentdb$1://'))
-      : source;
-  return new KurrentDbEventStore(client, options);
+  const connectionString = source.replace(/^esdb(\+discover)?:\/\//i, 'kurrentdb$1://');
+  const client = KurrentDBClient.connectionString(connectionString);
+  const followers = followerReads
+    ? KurrentDBClient.connectionString(withNodePreference(connectionString, 'follower'))
+    : undefined;
+  return new KurrentDbEventStore(client, { ...rest, ...(followers && { followers }) });
+}
+
+/** The connection string with its node preference set, whatever it said (setting names ignore case). */
+export function withNodePreference(connectionString: string, preference: 'leader' | 'follower'): string {
+  const [address, query = ''] = connectionString.split('?', 2) as [string, string?];
+  const settings = query.split('&').filter((setting) => setting !== '' && !/^nodepreference=/i.test(setting));
+  return `${address}?${[...settings, `nodePreference=${preference}`].join('&')}`;
 }
