@@ -59,6 +59,8 @@ export function retentionJobs(deps: {
         });
         if (report.dropped.length > 0 || Object.values(report.deleted).some((n) => n > 0))
           logger.info(report, 'expired telemetry dropped');
+        for (const failure of report.failed)
+          logger.warn(failure, 'telemetry retention step failed; the next run tries again');
       },
     },
   ];

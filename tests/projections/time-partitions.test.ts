@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import pg from 'pg';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
 import { inTransaction } from '../../src/infra/postgres/pool.js';
@@ -18,63 +19,73 @@ import { DAY_MS } from '../../src/domain/time.js';
 import type { TestDatabase } from '../support/database.js';
 import { until } from '../support/edge-agent.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { attachedPartitions, interruptConcurrentDetach } from '../support/partitions.js';
 import { recordReadings } from '../support/readings.js';
 
 describe('telemetry tables partitioned by time', () => {
   describe('partition names and spans', () => {
     it('gives each table its span in UTC, and reads the end back from the name', () => {
-      const at = Date.parse('2026-12-31T23:30:00Z');
-      const cases = [
-        [
-          PARTITIONED_TABLES.raw,
-          'telemetry_raw_20261231',
-          '2026-12-31T00:00:00.000Z',
-          '2027-01-01T00:00:00.000Z',
-        ],
-        [
-          PARTITIONED_TABLES['1m'],
-          'telemetry_1m_20261231',
-          '2026-12-31T00:00:00.000Z',
-          '2027-01-01T00:00:00.000Z',
-        ],
-        [
-          PARTITIONED_TABLES['1h'],
-          'telemetry_1h_202612',
-          '2026-12-01T00:00:00.000Z',
-          '2027-01-01T00:00:00.000Z',
-        ],
-        [
-          PARTITIONED_TABLES['1d'],
-          'telemetry_1d_2026',
-          '2026-01-01T00:00:00.000Z',
-          '2027-01-01T00:00:00.000Z',
-        ],
-      ] as const;
-      for (const [target, name, from, to] of cases) {
-        const partition = partitionFor(target, at);
-        expect([
-          partition.name,
-          new Date(partition.fromMs).toISOString(),
-          new Date(partition.toMs).toISOString(),
-        ]).to.deep.equal([name, from, to]);
-        expect(partitionEnd(target, name)).to.equal(Date.parse(to));
+      // 23:30 UTC on New Year's Eve is already next year here: local-time arithmetic would show.
+      const zone = process.env.TZ;
+      process.env.TZ = 'Pacific/Kiritimati';
+      try {
+        expect(new Date(Date.parse('2026-12-31T23:30:00Z')).getFullYear(), 'the zone took').to.equal(2027);
+        const at = Date.parse('2026-12-31T23:30:00Z');
+        const cases = [
+          [
+            PARTITIONED_TABLES.raw,
+            'telemetry_raw_20261231',
+            '2026-12-31T00:00:00.000Z',
+            '2027-01-01T00:00:00.000Z',
+          ],
+          [
+            PARTITIONED_TABLES['1m'],
+            'telemetry_1m_20261231',
+            '2026-12-31T00:00:00.000Z',
+            '2027-01-01T00:00:00.000Z',
+          ],
+          [
+            PARTITIONED_TABLES['1h'],
+            'telemetry_1h_202612',
+            '2026-12-01T00:00:00.000Z',
+            '2027-01-01T00:00:00.000Z',
+          ],
+          [
+            PARTITIONED_TABLES['1d'],
+            'telemetry_1d_2026',
+            '2026-01-01T00:00:00.000Z',
+            '2027-01-01T00:00:00.000Z',
+          ],
+        ] as const;
+        for (const [target, name, from, to] of cases) {
+          const partition = partitionFor(target, at);
+          expect([
+            partition.name,
+            new Date(partition.fromMs).toISOString(),
+            new Date(partition.toMs).toISOString(),
+          ]).to.deep.equal([name, from, to]);
+          expect(partitionEnd(target, name)).to.equal(Date.parse(to));
+        }
+        expect(partitionEnd(PARTITIONED_TABLES['1h'], 'telemetry_1h_before_20261201')).to.equal(
+          Date.parse('2026-12-01T00:00:00Z'),
+        );
+        // Names this module did not give are never taken for partitions.
+        for (const name of [
+          'telemetry_1h_2026',
+          'telemetry_1h_20261201',
+          'telemetry_1h_pkey',
+          'telemetry_1m_202612',
+        ])
+          expect(
+            partitionEnd(
+              name.startsWith('telemetry_1m') ? PARTITIONED_TABLES['1m'] : PARTITIONED_TABLES['1h'],
+              name,
+            ),
+          ).to.equal(undefined);
+      } finally {
+        if (zone === undefined) delete process.env.TZ;
+        else process.env.TZ = zone;
       }
-      expect(partitionEnd(PARTITIONED_TABLES['1h'], 'telemetry_1h_before_20261201')).to.equal(
-        Date.parse('2026-12-01T00:00:00Z'),
-      );
-      // Names this module did not give are never taken for partitions.
-      for (const name of [
-        'telemetry_1h_2026',
-        'telemetry_1h_20261201',
-        'telemetry_1h_pkey',
-        'telemetry_1m_202612',
-      ])
-        expect(
-          partitionEnd(
-            name.startsWith('telemetry_1m') ? PARTITIONED_TABLES['1m'] : PARTITIONED_TABLES['1h'],
-            name,
-          ),
-        ).to.equal(undefined);
     });
 
     it('names each partition a batch needs once, however its rows are ordered', () => {
@@ -107,7 +118,7 @@ describe('telemetry tables partitioned by time', () => {
       const holder = await db.pool.connect();
       try {
         await holder.query('BEGIN');
-        await holder.query(PARTITION_CHANGE_LOCK);
+        await holder.query(PARTITION_CHANGE_LOCK, ['public']);
         const writers = [1, 2, 3].map(() =>
           inTransaction(db.pool, (client) => ensurePartitions(client, needed)),
         );
@@ -128,6 +139,28 @@ describe('telemetry tables partitioned by time', () => {
       expect(rows[0].name).to.equal('telemetry_raw_20260203');
     });
 
+    it('replaces what an interrupted retention run left under a needed name: a detached table, a pending detach', async () => {
+      await installProjector(db.pool, telemetryProjector());
+      const days = ['2026-02-03T04:00:00Z', '2026-02-04T04:00:00Z'].map((t) =>
+        partitionFor(PARTITIONED_TABLES.raw, Date.parse(t)),
+      );
+      await inTransaction(db.pool, (client) => ensurePartitions(client, days));
+      await db.pool.query(`ALTER TABLE telemetry_raw DETACH PARTITION ${days[0]!.name}`);
+      await interruptConcurrentDetach(db.pool, 'telemetry_raw', days[1]!.name);
+      // Rows routed to either day now find no partition.
+      const insert = (at: string) =>
+        db.pool.query(
+          `INSERT INTO telemetry_raw (device_id, capability, filed_at, event_id, ordinal, value, server_time)
+           VALUES ('dev_a', 'environment.temperature', $1, gen_random_uuid(), 0, '1', $1)`,
+          [at],
+        );
+      expect(await insert('2026-02-04T04:00:00Z').catch((e: { code?: string }) => e.code)).to.equal('23514');
+      expect(await inTransaction(db.pool, (client) => ensurePartitions(client, days))).to.equal(2);
+      expect(await attachedPartitions(db.pool, 'telemetry_raw')).to.deep.equal(days.map((d) => d.name));
+      await insert('2026-02-03T04:00:00Z');
+      await insert('2026-02-04T04:00:00Z');
+    });
+
     it('migrates unpartitioned tables whole into a first partition, goes on after it, and expires it', async () => {
       const now = Date.now();
       const iso = (ms: number) => new Date(ms).toISOString();
@@ -143,7 +176,16 @@ describe('telemetry tables partitioned by time', () => {
         [iso(now - 500 * DAY_MS)],
       );
       await db.pool.query(`DELETE FROM public.schema_migrations WHERE name LIKE '0311_%'`);
-      await migrate(db.pool);
+      // The bounds it writes must not depend on the session's time zone or date style.
+      const odd = new pg.Pool({
+        connectionString: db.url,
+        options: '-c TimeZone=Pacific/Kiritimati -c DateStyle=SQL,DMY',
+      });
+      try {
+        await migrate(odd);
+      } finally {
+        await odd.end();
+      }
 
       const tomorrow = new Date(partitionFor(PARTITIONED_TABLES.raw, now).toMs);
       const first = `telemetry_raw_before_${tomorrow.toISOString().slice(0, 10).replaceAll('-', '')}`;

@@ -8,6 +8,7 @@ import {
   isBeforePartition,
   partitionEnd,
   partitionsFor,
+  qualified,
   type PartitionedTable,
   type TimePartition,
 } from './time-partitions.js';
@@ -33,15 +34,18 @@ const CREATE_AHEAD_DAYS = 2;
 /**
  * A table's partitions, attached or not, in the schema the table resolves to: a partition whose detach
  * was interrupted is still attached with detach pending; one detached but not yet dropped is a plain table
- * of the same name.
+ * of the same name. A table may have only one detach pending, and no other partition can be detached
+ * concurrently until it is finished: pending ones come first.
  */
 const PARTITIONS_OF = `
-  SELECT c.relname AS name, i.inhdetachpending AS detach_pending, i.inhrelid IS NOT NULL AS attached
-    FROM pg_class c
-    LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = to_regclass($1)
-   WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r'
-     AND left(c.relname, length($1) + 1) = $1 || '_'
-   ORDER BY c.relname`;
+  SELECT c.relname AS name, ns.nspname AS schema, i.inhdetachpending AS detach_pending,
+         i.inhrelid IS NOT NULL AS attached
+    FROM pg_class t
+    JOIN pg_namespace ns ON ns.oid = t.relnamespace
+    JOIN pg_class c ON c.relnamespace = t.relnamespace
+    LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = t.oid
+   WHERE t.oid = to_regclass($1) AND c.relkind = 'r' AND left(c.relname, length($1) + 1) = $1 || '_'
+   ORDER BY i.inhdetachpending IS TRUE DESC, c.relname`;
 
 export interface RetentionReport {
   /** Partitions dropped whole, each wholly older than its table's horizon. */
@@ -50,6 +54,8 @@ export interface RetentionReport {
   readonly deleted: Record<string, number>;
   /** Partitions created ahead of need. */
   readonly created: number;
+  /** Steps that failed, each left for the next run (the others went on): what and why. */
+  readonly failed: { readonly step: string; readonly reason: string }[];
 }
 
 /**
@@ -66,32 +72,56 @@ export async function applyTelemetryRetention(
   options: { retention: TelemetryRetention; now: number; batchSize?: number; signal?: AbortSignal },
 ): Promise<RetentionReport> {
   const batchSize = options.batchSize ?? 10_000;
-  const report = { dropped: [] as string[], deleted: {} as Record<string, number>, created: 0 };
+  const report = {
+    dropped: [] as string[],
+    deleted: {} as Record<string, number>,
+    created: 0,
+    failed: [] as { step: string; reason: string }[],
+  };
+  // One failing step (a lock not granted, a partition in an odd state) must not stop the others: an
+  // expired partition retried for ever ahead of the rest would let the tables grow without bound.
+  const attempt = async (step: string, work: () => Promise<void>) => {
+    try {
+      await work();
+    } catch (error) {
+      report.failed.push({ step, reason: error instanceof Error ? error.message : String(error) });
+    }
+  };
   const ahead = Array.from({ length: CREATE_AHEAD_DAYS + 1 }, (_, n) => options.now + n * DAY_MS);
   for (const { target, days } of TARGETS) {
     if (options.signal?.aborted) break;
     const horizon = options.now - days(options.retention) * DAY_MS;
-    report.created += await createAhead(pool, partitionsFor(target, ahead));
-    const { rows } = await pool.query<{ name: string; detach_pending: boolean | null; attached: boolean }>(
-      PARTITIONS_OF,
-      [target.table],
-    );
+    await attempt(`create ${target.table} partitions ahead`, async () => {
+      report.created += await createAhead(pool, partitionsFor(target, ahead));
+    });
+    const { rows } = await pool.query<{
+      name: string;
+      schema: string;
+      detach_pending: boolean | null;
+      attached: boolean;
+    }>(PARTITIONS_OF, [target.table]);
     for (const partition of rows) {
       if (options.signal?.aborted) break;
       const end = partitionEnd(target, partition.name);
       if (end === undefined) continue;
+      const table = qualified(partition.schema, partition.name);
       if (end <= horizon) {
-        if (partition.attached) {
-          const how = partition.detach_pending ? 'FINALIZE' : 'CONCURRENTLY';
-          await pool.query(`ALTER TABLE ${target.table} DETACH PARTITION ${partition.name} ${how}`);
-        }
-        await pool.query(`DROP TABLE IF EXISTS ${partition.name}`);
-        report.dropped.push(partition.name);
+        await attempt(`drop ${partition.name}`, async () => {
+          if (partition.attached) {
+            const how = partition.detach_pending ? 'FINALIZE' : 'CONCURRENTLY';
+            const parent = qualified(partition.schema, target.table);
+            await pool.query(`ALTER TABLE ${parent} DETACH PARTITION ${table} ${how}`);
+          }
+          await pool.query(`DROP TABLE IF EXISTS ${table}`);
+          report.dropped.push(partition.name);
+        });
       } else if (isBeforePartition(target, partition.name)) {
-        report.deleted[target.table] = await deleteInBatches(pool, partition.name, target.column, {
-          before: new Date(horizon),
-          batchSize,
-          signal: options.signal,
+        await attempt(`delete expired rows of ${partition.name}`, async () => {
+          report.deleted[target.table] = await deleteInBatches(pool, table, target.column, {
+            before: new Date(horizon),
+            batchSize,
+            signal: options.signal,
+          });
         });
       }
     }

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import type { PoolClient } from '../../infra/postgres/pool.js';
 
 /**
@@ -99,33 +100,38 @@ function compactDate(ms: number): string {
 }
 
 /**
- * The partitions, among those named ($1, of tables $2, ending on day $3 as YYYYMMDD), that neither exist in
- * the schema the tables resolve to nor lie inside a converted table's first partition (which ends on a
- * span's boundary, so it holds a partition whole or not at all).
+ * The partitions, among those named ($1, of tables $2, ending on day $3 as YYYYMMDD), that are not yet
+ * attached partitions of their table, in the schema the table resolves to, and do not lie inside a
+ * converted table's first partition (which ends on a span's boundary, so it holds a partition whole or not
+ * at all). `state` says what stands in the way: nothing, a table of that name left detached by an
+ * interrupted retention run, or a partition whose concurrent detach was interrupted.
  */
-const MISSING_PARTITIONS = `
-  SELECT n.name
+const PARTITIONS_TO_CREATE = `
+  SELECT n.name, t.schema,
+         CASE WHEN c.oid IS NULL THEN 'missing' WHEN i.inhrelid IS NULL THEN 'stray' ELSE 'detaching' END
+           AS state
     FROM unnest($1::text[], $2::text[], $3::text[]) AS n(name, parent, end_day)
-   WHERE NOT EXISTS (
-           SELECT 1 FROM pg_class c
-            WHERE c.relnamespace = current_schema()::regnamespace
-              AND (c.relname = n.name
-                   OR (c.relispartition AND left(c.relname, length(n.parent) + 8) = n.parent || '_before_'
-                       AND substr(c.relname, length(n.parent) + 9) >= n.end_day)))`;
+    JOIN LATERAL (SELECT p.oid, p.relnamespace, ns.nspname AS schema
+                    FROM pg_class p JOIN pg_namespace ns ON ns.oid = p.relnamespace
+                   WHERE p.oid = to_regclass(n.parent)) t ON true
+    LEFT JOIN pg_class c ON c.relname = n.name AND c.relnamespace = t.relnamespace
+    LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = t.oid
+   WHERE (c.oid IS NULL OR i.inhrelid IS NULL OR i.inhdetachpending)
+     AND NOT EXISTS (
+           SELECT 1 FROM pg_inherits b JOIN pg_class bc ON bc.oid = b.inhrelid
+            WHERE b.inhparent = t.oid AND NOT b.inhdetachpending
+              AND left(bc.relname, length(n.parent) + 8) = n.parent || '_before_'
+              AND substr(bc.relname, length(n.parent) + 9) >= n.end_day)`;
 
-/** One lock for every change to the telemetry tables' partitions of a schema, so two creators never race. */
-export const PARTITION_CHANGE_LOCK = `SELECT pg_advisory_xact_lock(hashtext('telemetry-partitions:' || current_schema()))`;
-
-const createPartition = (p: TimePartition) =>
-  `CREATE TABLE IF NOT EXISTS ${p.name} PARTITION OF ${p.target.table}
-     FOR VALUES FROM ('${new Date(p.fromMs).toISOString()}') TO ('${new Date(p.toMs).toISOString()}')
-     ${p.target.storage ? `WITH (${p.target.storage})` : ''}`;
+/** One lock for every change to the telemetry tables' partitions in a schema ($1), so two creators never race. */
+export const PARTITION_CHANGE_LOCK = `SELECT pg_advisory_xact_lock(hashtext('telemetry-partitions:' || $1))`;
 
 /**
- * Creates the partitions among `needed` that are missing, inside the caller's transaction (in the schema
- * its search path resolves the tables to). Checking first costs one catalogue read; creating takes the
- * partitioned table's exclusive lock until the transaction ends, which is why the scheduler creates the
- * coming days' partitions ahead (retention.ts) and a projector seldom has to.
+ * Makes sure the partitions in `needed` exist, inside the caller's transaction, in the schema the tables
+ * resolve to on its search path. Checking costs one catalogue read; creating takes the partitioned table's
+ * exclusive lock until the transaction ends, which is why the scheduler creates the coming days'
+ * partitions ahead (retention.ts) and a projector seldom has to. What an interrupted retention run left
+ * under a needed name (expired rows, as retention detaches nothing else) is dropped first.
  */
 export async function ensurePartitions(db: PoolClient, needed: readonly TimePartition[]): Promise<number> {
   if (needed.length === 0) return 0;
@@ -134,12 +140,33 @@ export async function ensurePartitions(db: PoolClient, needed: readonly TimePart
     needed.map((p) => p.target.table),
     needed.map((p) => compactDate(p.toMs)),
   ];
-  const missing = async () =>
-    new Set((await db.query<{ name: string }>(MISSING_PARTITIONS, columns)).rows.map((r) => r.name));
-  if ((await missing()).size === 0) return 0;
-  await db.query(PARTITION_CHANGE_LOCK);
-  const toCreate = await missing();
-  for (const partition of needed)
-    if (toCreate.has(partition.name)) await db.query(createPartition(partition));
-  return toCreate.size;
+  const toCreate = async () =>
+    (
+      await db.query<{ name: string; schema: string; state: 'missing' | 'stray' | 'detaching' }>(
+        PARTITIONS_TO_CREATE,
+        columns,
+      )
+    ).rows;
+  const first = await toCreate();
+  if (first.length === 0) return 0;
+  for (const schema of new Set(first.map((r) => r.schema))) await db.query(PARTITION_CHANGE_LOCK, [schema]);
+  const rows = await toCreate();
+  for (const row of rows) {
+    const partition = needed.find((p) => p.name === row.name)!;
+    const parent = qualified(row.schema, partition.target.table);
+    const table = qualified(row.schema, partition.name);
+    if (row.state === 'detaching') await db.query(`ALTER TABLE ${parent} DETACH PARTITION ${table} FINALIZE`);
+    if (row.state !== 'missing') await db.query(`DROP TABLE ${table}`);
+    await db.query(
+      `CREATE TABLE ${table} PARTITION OF ${parent}
+         FOR VALUES FROM ('${new Date(partition.fromMs).toISOString()}') TO ('${new Date(partition.toMs).toISOString()}')
+         ${partition.target.storage ? `WITH (${partition.target.storage})` : ''}`,
+    );
+  }
+  return rows.length;
+}
+
+/** A table's name qualified by its schema, each quoted. */
+export function qualified(schema: string, table: string): string {
+  return `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
 }

@@ -32,7 +32,7 @@ BEGIN
     -- Free the names of the indexes (and so of the primary key) for the partitioned table's own.
     FOR item IN
       SELECT i.relname AS name FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-       WHERE x.indrelid = ('public.' || legacy)::regclass
+       WHERE x.indrelid = ('public.' || legacy)::regclass AND left(i.relname, length(target.name)) = target.name
     LOOP
       EXECUTE format('ALTER INDEX public.%I RENAME TO %I', item.name,
                      left(legacy || substr(item.name, length(target.name) + 1), 63));
@@ -50,7 +50,7 @@ BEGIN
       EXECUTE format('ALTER TABLE public.%I ADD PRIMARY KEY (device_id, capability, bucket_start)', target.name);
     END IF;
     EXECUTE format('ALTER TABLE public.%I ATTACH PARTITION public.%I FOR VALUES FROM (MINVALUE) TO (%L)',
-                   target.name, legacy, bound::text || '+00');
+                   target.name, legacy, to_char(bound, 'YYYY-MM-DD"T"HH24:MI:SS"Z"'));
   END LOOP;
 END
 $$;
