@@ -29,7 +29,7 @@ const schema = z.object({
       'a kurrentdb://, esdb:// or postgres:// connection string',
     )
     .optional(),
-  // KurrentDB cluster: $all reads and subscriptions from followers (docs/deployment.md, "Stores").
+  // KurrentDB cluster: $all subscriptions from followers (docs/deployment.md, "A KurrentDB cluster").
   EVENTSTORE_FOLLOWER_READS: z.stringbool().default(false),
   DATA_DIR: z.string().min(1).default('.data'),
   EMBEDDED_PG_PORT: port.default(54329),

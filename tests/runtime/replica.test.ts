@@ -1,5 +1,6 @@
 import { chmod, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
@@ -31,7 +32,7 @@ const RELAY = 'actuator.relay';
  */
 describe('read-model queries from a streaming replica', function () {
   this.timeout(120_000);
-  const logger = createLogger('error');
+  const logger = createLogger('silent');
   let dir: string;
   let primary: EmbeddedDatabase | undefined;
   let standby: EmbeddedDatabase | undefined;
@@ -125,6 +126,9 @@ describe('read-model queries from a streaming replica', function () {
     await until('the grant projected on the primary', async () =>
       (await onPrimary()) === 'granted' ? true : undefined,
     );
+    // The write must still not answer a while after the primary has its projection (the wait gives up at
+    // 3 s, so 1 s is enough to tell a wait on the replica from one on the primary, which would be over).
+    await sleep(1_000);
     expect(answered, 'answered before the replica had the grant').to.equal(false);
     await replicaAdmin.query('SELECT pg_wal_replay_resume()');
     expect((await put).status).to.equal(200);
@@ -151,6 +155,21 @@ describe('read-model queries from a streaming replica', function () {
 
     const health = (await (await fetch(`${base}/health`)).json()) as { checks: Record<string, unknown> };
     expect(health.checks).to.include({ database: 'ok', replica: 'ok' });
+
+    // A node whose replica is gone cannot answer its queries: it says so, and is taken out of rotation.
+    await replicaAdmin.end();
+    replicaAdmin = undefined;
+    await standby!.stop();
+    standby = undefined;
+    const down = await fetch(`${base}/health`);
+    expect(down.status).to.equal(503);
+    expect(((await down.json()) as { checks: Record<string, unknown> }).checks).to.include({
+      database: 'ok',
+      replica: 'unreachable',
+    });
+    const query = await call('GET');
+    expect(query.status, 'a query with its replica down').to.equal(503);
+    expect(query.headers.get('retry-after')).to.match(/^\d+$/);
   });
 
   async function pauseReplay() {

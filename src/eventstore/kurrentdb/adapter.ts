@@ -38,9 +38,11 @@ export interface KurrentDbEventStoreOptions {
   /** How long /health waits for an answer before calling the store down. */
   readonly pingTimeoutMs?: number;
   /**
-   * A client that prefers followers, for the reads of $all and the catch-up subscriptions (projectors,
-   * the live stream): they then load the followers instead of the leader. Appends, stream reads (what
-   * deciders decide on) and the head position stay on `client`, the leader.
+   * A client that prefers followers, for the catch-up subscriptions to $all (projectors, the live
+   * stream), the steady load of a deployment. Everything that must see the latest write stays on
+   * `client`, the leader: appends, stream reads (what deciders decide on), and paged $all reads, which
+   * answer "is anything left beyond this checkpoint?" (catch-up, lag, the wait before a resend) and must
+   * not take a follower's lag for the end of the log.
    */
   readonly followers?: KurrentDBClient;
 }
@@ -172,7 +174,7 @@ export class KurrentDbEventStore implements EventStore {
     let scanned = 0;
     try {
       // A read includes the event at fromPosition, which `after` excludes: ask for one more.
-      const reads = this.reader.readAll({
+      const reads = this.client.readAll({
         fromPosition,
         maxCount: options.maxCount + (after === undefined ? 0 : 1),
       });
@@ -196,7 +198,7 @@ export class KurrentDbEventStore implements EventStore {
 
   subscribeToAll(options: SubscribeOptions): Subscription {
     if (options.after !== undefined) decodePosition(options.after);
-    return subscribeToAll(this.reader, options);
+    return subscribeToAll(this.options.followers ?? this.client, options);
   }
 
   async headPosition(): Promise<string | undefined> {
@@ -242,10 +244,6 @@ export class KurrentDbEventStore implements EventStore {
 
   async close(): Promise<void> {
     await Promise.all([this.client.dispose(), this.options.followers?.dispose()]);
-  }
-
-  private get reader(): KurrentDBClient {
-    return this.options.followers ?? this.client;
   }
 
   private async probe(): Promise<boolean> {
@@ -297,7 +295,7 @@ export class KurrentDbEventStore implements EventStore {
 /**
  * From a `kurrentdb://` / `esdb://` connection string, or an existing client (tests inject a double). With
  * `followerReads`, a second client on the same connection string with `nodePreference=follower` serves the
- * $all reads and subscriptions (KurrentDbEventStoreOptions.followers).
+ * $all subscriptions (KurrentDbEventStoreOptions.followers).
  */
 export function createKurrentDbEventStore(
   source: string | KurrentDBClient,
