@@ -245,13 +245,18 @@ interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-/** The Node flags `npm start` gives the service (package.json), so the bench measures what users run. */
+/**
+ * The Node flags `npm start` gives the service (package.json), so the bench measures what users run, then
+ * any of BENCH_SERVICE_NODE_FLAGS (say `--cpu-prof --cpu-prof-dir=/tmp/prof`, which Node refuses in
+ * NODE_OPTIONS; the projector child inherits them).
+ */
 function startNodeFlags(): string[] {
   const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
     scripts: { start: string };
   };
   const words = manifest.scripts.start.split(/\s+/);
-  return words.slice(1, words.indexOf('bin/devcloud.js'));
+  const extra = (process.env.BENCH_SERVICE_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  return [...words.slice(1, words.indexOf('bin/devcloud.js')), ...extra];
 }
 
 /** `devcloud serve` as a user runs it, on free ports, logging warnings to this process's stderr. */
