@@ -4,8 +4,10 @@ import { createHttpServer, listen } from '../../src/api/server.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics } from '../../src/infra/metrics.js';
 import { DAY_MS } from '../../src/domain/time.js';
+import type { EventStore, SubscribeOptions } from '../../src/eventstore/port.js';
 import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
+import { until } from '../support/edge-agent.js';
 import { openLive, type Frame, type OpenLive } from '../support/live.js';
 import { recordReadings } from '../support/readings.js';
 import { deviceOf, siteOf } from '../support/registry.js';
@@ -126,6 +128,83 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
       await first.waitFor('nine', () => first.frames().length >= 9);
       await other.waitFor('eight', () => other.frames().length >= 8);
       expect(other.frames()).to.deep.equal(first.frames().slice(1));
+    } finally {
+      await hub.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
+  it('rests while no stream is open: no subscription then, and a new stream wakes it at the head', async () => {
+    // The same store, with the hub's subscriptions recorded: where each starts and whether it has ended.
+    const subscriptions: { after: string | undefined; ended: boolean }[] = [];
+    const store = new Proxy(api.store, {
+      get(target, property) {
+        if (property === 'subscribeToAll')
+          return (options: SubscribeOptions) => {
+            const record = { after: options.after, ended: false };
+            subscriptions.push(record);
+            const source = target.subscribeToAll(options);
+            return {
+              async *[Symbol.asyncIterator]() {
+                try {
+                  yield* source;
+                } finally {
+                  record.ended = true;
+                }
+              },
+            };
+          };
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as EventStore;
+    const logger = createLogger('silent');
+    const hub = createLiveHub({ config: api.config, logger, store });
+    await hub.start();
+    const app = createApiApp({
+      config: api.config,
+      logger,
+      metrics: createMetrics(),
+      pool: api.db.pool,
+      store,
+      live: hub,
+    });
+    const server = await listen(createHttpServer(app, api.config), 0, '127.0.0.1');
+    const { port } = server.address() as { port: number };
+    const baseUrl = `http://127.0.0.1:${port}`;
+    try {
+      await readings(1);
+      expect(subscriptions, 'no subscription before the first stream').to.have.length(0);
+
+      const first = await live('types=telemetry', {}, baseUrl);
+      await until('the hub to subscribe', async () => subscriptions.length || undefined);
+      expect(subscriptions).to.have.length(1);
+      expect(subscriptions[0]!.after).to.equal(await api.store.headPosition());
+      await readings(1);
+      await first.waitFor('three', () => first.frames().length >= 3);
+      const lastSeen = first.frames()[2]!;
+      first.close();
+      await until('the stream to close', async () => hub.streamCount === 0 || undefined);
+
+      // The next batch finds no stream open: the hub stops its subscription instead of building frames.
+      await readings(2);
+      await until('the subscription to stop', async () => subscriptions[0]!.ended || undefined);
+      const head = await api.store.headPosition();
+      const second = await live('types=telemetry', {}, baseUrl);
+      await until('the hub to wake', async () => subscriptions.length > 1 || undefined);
+      expect(subscriptions, 'woken once, at the head, past what came while resting').to.have.length(2);
+      expect(subscriptions[1]!.after).to.equal(head);
+      await readings(1);
+      await second.waitFor('three', () => second.frames().length >= 3);
+      const latest = values(second.frames());
+      expect(latest).to.deep.equal([value - 2, value - 1, value]);
+
+      // What came while it rested is still there for a resume: read from the store.
+      const resumed = await live('types=telemetry', { 'Last-Event-ID': lastSeen.id! }, baseUrl);
+      await resumed.waitFor('nine', () => resumed.frames().length >= 9);
+      expect(values(resumed.frames())).to.deep.equal(Array.from({ length: 9 }, (_, i) => value - 8 + i));
+      expect(values(second.frames())).to.deep.equal(latest);
     } finally {
       await hub.close();
       server.closeAllConnections();

@@ -46,6 +46,11 @@ class ProjectStreams {
  * joins in the same synchronous step that replays the window, so no frame is lost or doubled at the seam.
  * Every process builds the same frames with the same ids from the same events (frames.ts), so a client may
  * resume on any of them.
+ *
+ * With no stream open the hub rests: reading every reading and building its frames cost the ingest path
+ * about a tenth of the serving process's CPU for a window nobody used. Resting, it drops the window and
+ * stops its subscription; the next stream wakes it at the store's head (an empty window there), and a
+ * resume older than that reads the store, as any resume older than the window does.
  */
 export class LiveHub {
   readonly #options: LiveHubOptions;
@@ -61,18 +66,19 @@ export class LiveHub {
   #headPosition: string | undefined;
   #started: Promise<void> | undefined;
   #running: Promise<void> | undefined;
+  /** Whether the subscription runs and the window fills; false while no stream is open. */
+  #following = false;
+  #waking: Promise<void> | undefined;
+  #wakeFollower: (() => void) | undefined;
 
   constructor(options: LiveHubOptions) {
     this.#options = options;
     this.#directory = new LiveDirectory(options.store);
   }
 
-  /** Subscribes from the store's current head; resolves once streams can be served. */
+  /** Starts the hub, resting until a stream opens; resolves once streams can be served. */
   start(): Promise<void> {
     this.#started ??= (async () => {
-      this.#headPosition = await this.#options.store.headPosition();
-      if (this.#headPosition !== undefined) this.#headKey = keyAfterPosition(this.#headPosition);
-      this.#floorKey = this.#headKey;
       this.#running = this.#follow();
     })();
     return this.#started;
@@ -81,6 +87,7 @@ export class LiveHub {
   /** Ends every stream with stream_error shutdown and stops the subscription. */
   async close(): Promise<void> {
     this.#abort.abort();
+    this.#wakeFollower?.();
     // Those still catching up too: they are not registered for live frames yet.
     for (const stream of this.#streams) stream.end('shutdown');
     this.#streams.clear();
@@ -101,7 +108,11 @@ export class LiveHub {
     await this.start();
     if (this.#abort.signal.aborted) return stream.end('shutdown');
     if (stream.closed) return;
+    // Registered before waking, so the subscription cannot go back to rest under this stream.
     this.#streams.add(stream);
+    await this.#follows();
+    if (this.#abort.signal.aborted) return stream.end('shutdown');
+    if (stream.closed) return;
     if (lastEventId === undefined) return this.#join(stream, this.#headKey);
     const decoded = decodeFrameId(lastEventId);
     if (
@@ -258,11 +269,46 @@ export class LiveHub {
     return low;
   }
 
+  /** Wakes a resting hub at the store's head; resolves once the subscription follows from there. */
+  #follows(): Promise<void> {
+    if (this.#following) return Promise.resolve();
+    this.#waking ??= (async () => {
+      try {
+        const head = await this.#options.store.headPosition();
+        this.#rest();
+        if (head !== undefined) {
+          this.#headPosition = head;
+          const key = keyAfterPosition(head);
+          if (key > this.#headKey) this.#headKey = key;
+        }
+        this.#floorKey = this.#headKey;
+        this.#following = true;
+        this.#wakeFollower?.();
+      } finally {
+        this.#waking = undefined;
+      }
+    })();
+    return this.#waking;
+  }
+
+  /** Drops the window: nothing in it is served while no stream is open, and it would be stale on waking. */
+  #rest(): void {
+    this.#following = false;
+    this.#window = [];
+    this.#windowStart = 0;
+    this.#floorKey = this.#headKey;
+  }
+
   async #follow(): Promise<void> {
     const { store, logger } = this.#options;
     const signal = this.#abort.signal;
     let failures = 0;
     while (!signal.aborted) {
+      if (!this.#following) {
+        await new Promise<void>((resolve) => (this.#wakeFollower = resolve));
+        this.#wakeFollower = undefined;
+        continue;
+      }
       try {
         const subscription = store.subscribeToAll({
           after: this.#headPosition,
@@ -272,6 +318,10 @@ export class LiveHub {
         });
         for await (const batch of subscription) {
           failures = 0;
+          if (this.#streams.size === 0) {
+            this.#rest();
+            break;
+          }
           await this.#directory.prepare(batch.events);
           for (const event of batch.events)
             for (const frame of framesOf(event, this.#directory)) this.#publish(frame);
