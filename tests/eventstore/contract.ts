@@ -225,6 +225,9 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
         [2n, 'Reading'],
         [3n, 'Reading'],
       ]);
+      expect((await store.readStream(a)).slice(1).map((e) => (e.data as { i: number }).i)).to.deep.equal([
+        0, 2, 4,
+      ]);
       expect((await store.readStream(b)).map((e) => (e.data as { i: number }).i)).to.deep.equal([1, 3]);
     });
 
