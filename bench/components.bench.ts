@@ -28,8 +28,9 @@ import { BENCH_APPLICATION, benchDatabase, ceilings, machine, report } from './s
  */
 const MESSAGES = Number(process.env.BENCH_COMPONENT_MESSAGES ?? 200_000);
 const DEVICES = 1000;
-const READINGS_BATCH = 200;
-const WRITERS = 4;
+// Messages per append and appends at once; the service's own are READINGS_BATCH_MAX_MESSAGES (500) and 4.
+const READINGS_BATCH = Number(process.env.BENCH_APPEND_MESSAGES ?? 200);
+const WRITERS = Number(process.env.BENCH_APPEND_WRITERS ?? 4);
 // The service's own batch size (PROJECTION_BATCH_SIZE, or its default): the replay figures are then its speed.
 const BATCH_SIZE = loadConfig().PROJECTION_BATCH_SIZE;
 const REBUILD_DEVICES = Number(process.env.BENCH_REBUILD_DEVICES ?? 100_000);
