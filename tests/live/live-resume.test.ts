@@ -40,6 +40,31 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
       })),
     );
   const values = (frames: readonly Frame[]) => frames.map((f) => f.data.value);
+  /** Another API process on the same store: its own live hub and HTTP server. */
+  const otherProcess = async (store: EventStore = api.store) => {
+    const logger = createLogger('silent');
+    const hub = createLiveHub({ config: api.config, logger, store });
+    await hub.start();
+    const app = createApiApp({
+      config: api.config,
+      logger,
+      metrics: createMetrics(),
+      pool: api.db.pool,
+      store,
+      live: hub,
+    });
+    const server = await listen(createHttpServer(app, api.config), 0, '127.0.0.1');
+    const { port } = server.address() as { port: number };
+    return {
+      hub,
+      baseUrl: `http://127.0.0.1:${port}`,
+      async close() {
+        await hub.close();
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      },
+    };
+  };
 
   before(async () => {
     // A window of five frames: resumes further back are served by reading the store.
@@ -105,33 +130,15 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
     const first = await live('types=telemetry');
     await readings(2);
     await first.waitFor('six', () => first.frames().length >= 6);
-    const logger = createLogger('silent');
-    const hub = createLiveHub({ config: api.config, logger, store: api.store });
-    await hub.start();
-    const app = createApiApp({
-      config: api.config,
-      logger,
-      metrics: createMetrics(),
-      pool: api.db.pool,
-      store: api.store,
-      live: hub,
-    });
-    const server = await listen(createHttpServer(app, api.config), 0, '127.0.0.1');
+    const peer = await otherProcess();
     try {
-      const { port } = server.address() as { port: number };
-      const other = await live(
-        'types=telemetry',
-        { 'Last-Event-ID': first.frames()[0]!.id! },
-        `http://127.0.0.1:${port}`,
-      );
+      const other = await live('types=telemetry', { 'Last-Event-ID': first.frames()[0]!.id! }, peer.baseUrl);
       await readings(1);
       await first.waitFor('nine', () => first.frames().length >= 9);
       await other.waitFor('eight', () => other.frames().length >= 8);
       expect(other.frames()).to.deep.equal(first.frames().slice(1));
     } finally {
-      await hub.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await peer.close();
     }
   });
 
@@ -159,20 +166,8 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
       },
     }) as EventStore;
-    const logger = createLogger('silent');
-    const hub = createLiveHub({ config: api.config, logger, store });
-    await hub.start();
-    const app = createApiApp({
-      config: api.config,
-      logger,
-      metrics: createMetrics(),
-      pool: api.db.pool,
-      store,
-      live: hub,
-    });
-    const server = await listen(createHttpServer(app, api.config), 0, '127.0.0.1');
-    const { port } = server.address() as { port: number };
-    const baseUrl = `http://127.0.0.1:${port}`;
+    const peer = await otherProcess(store);
+    const { hub, baseUrl } = peer;
     try {
       await readings(1);
       expect(subscriptions, 'no subscription before the first stream').to.have.length(0);
@@ -206,9 +201,7 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
       expect(values(resumed.frames())).to.deep.equal(Array.from({ length: 9 }, (_, i) => value - 8 + i));
       expect(values(second.frames())).to.deep.equal(latest);
     } finally {
-      await hub.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await peer.close();
     }
   });
 
