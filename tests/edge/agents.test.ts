@@ -27,7 +27,10 @@ function connectWith(files: AgentFiles): MqttClient {
   return client;
 }
 
-describe('devcloud agent create / revoke', () => {
+describe('devcloud agent create / revoke', function () {
+  // Each case runs the CLI as a child process (up to three times in one case). Alone a run takes 2-3 s, but
+  // beside the other test leg on a 2-core CI machine runs took 14-23 s, past mocha's 30 s for a case.
+  this.timeout(120_000);
   let edge: EdgeService;
   let projectId: string;
   let siteId: string;

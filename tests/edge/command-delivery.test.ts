@@ -11,12 +11,16 @@ import { call } from '../support/registry.js';
 const SEED = 7;
 const DEVICES = 2; // device 0 a weather sensor, device 1 a smart plug (binary.switch, S1)
 
-/** Resolves with the first `event` of the simulator that matches, or fails after `ms`. */
+/**
+ * Resolves with the first `event` of the simulator that matches, or fails after `ms`. The bound allows for
+ * a 2-core CI machine running the other test leg beside this one, where 30 s was once not enough for the
+ * file's first command.
+ */
 function simEvent<T extends CommandDown>(
   sim: EdgeSim,
   event: string,
   match: (message: T) => boolean,
-  ms = 30_000,
+  ms = 90_000,
 ): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
