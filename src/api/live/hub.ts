@@ -275,13 +275,12 @@ export class LiveHub {
     this.#waking ??= (async () => {
       try {
         const head = await this.#options.store.headPosition();
-        this.#rest();
         if (head !== undefined) {
           this.#headPosition = head;
           const key = keyAfterPosition(head);
           if (key > this.#headKey) this.#headKey = key;
         }
-        this.#floorKey = this.#headKey;
+        this.#rest();
         this.#following = true;
         this.#wakeFollower?.();
       } finally {
