@@ -1,11 +1,46 @@
 import pg from 'pg';
 
+/**
+ * pg.Pool's own `query` ends the connection whenever the query fails, even when PostgreSQL answered with an
+ * error and the connection is as good as before. Our errors are mostly of that kind and expected: an append
+ * that lost a race (DC001), a twin append (unique violation). Each then cost a new backend, ~40 ms of
+ * connecting and authenticating, at the moment a writer is contended. Here a connection is given back when
+ * the server answered with an ERROR, which ends the statement and not the session; anything else (FATAL,
+ * a broken socket, a client-side timeout) still drops it.
+ */
+class ConnectionKeepingPool extends pg.Pool {
+  // Callers see pg.Pool's overloads; `never` is what lets one implementation stand for all of them.
+  override query(...args: unknown[]): never {
+    const [text, values, callback] = args;
+    if (typeof callback === 'function' || typeof values === 'function') {
+      throw new TypeError('query callbacks are not supported: await the promise');
+    }
+    if (typeof text === 'object' && text !== null && 'submit' in text) {
+      throw new TypeError('submittable queries go through a client of their own (pool.connect())');
+    }
+    return this.#query(text as string | pg.QueryConfig, values as unknown[] | undefined) as never;
+  }
+
+  async #query(text: string | pg.QueryConfig, values: unknown[] | undefined): Promise<pg.QueryResult> {
+    const client = await this.connect();
+    try {
+      const result = await client.query(text, values);
+      client.release();
+      return result;
+    } catch (error) {
+      const statementOnly = error instanceof pg.DatabaseError && error.severity === 'ERROR';
+      client.release(statementOnly ? undefined : (error as Error));
+      throw error;
+    }
+  }
+}
+
 // bigint columns (event positions, revisions, counts) arrive as strings; the code converts them itself.
 export function createPool(
   connectionString: string,
   options: { max?: number; applicationName?: string } = {},
 ): pg.Pool {
-  const pool = new pg.Pool({
+  const pool = new ConnectionKeepingPool({
     connectionString,
     max: options.max ?? 10,
     application_name: options.applicationName ?? 'device-cloud',
