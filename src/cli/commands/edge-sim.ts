@@ -1,6 +1,5 @@
 import path from 'node:path';
 import { readAgentFiles } from '../../agents/agent-files.js';
-import { EdgeSim } from '../../edge-sim/index.js';
 import { createLogger } from '../../infra/logger.js';
 import { defineCommand, JSON_OUTPUT, type OptionValues } from '../command.js';
 import { CliError, type Output } from '../output.js';
@@ -59,6 +58,8 @@ async function edgeSim(out: Output, options: OptionValues<typeof EDGE_SIM_OPTION
     throw new CliError(`edge-sim: cannot read the agent files in ${agent}: ${error.message}`);
   });
   const logger = createLogger(process.env.LOG_LEVEL ?? 'info', process.stderr);
+  // Loaded when run, as `serve` loads the service: the other commands start without the MQTT client.
+  const { EdgeSim } = await import('../../edge-sim/index.js');
   const sim = new EdgeSim({ files, devices, rate, seed, logger, commands });
   sim.on('adopted', (d: { ieeeAddr: string; publicId: string }) => logger.info(d, 'device adopted'));
   sim.on('rejected', (ieeeAddr: string) => logger.info({ ieeeAddr }, 'device rejected'));

@@ -1,7 +1,6 @@
 import { loadConfig, type Role } from '../../config.js';
 import { createLogger } from '../../infra/logger.js';
 import type { ProjectedBatchMessage } from '../../runtime/projector-process.js';
-import { startService } from '../../runtime/service.js';
 import { defineCommand } from '../command.js';
 import { CliError } from '../output.js';
 
@@ -30,6 +29,9 @@ async function serve(options: { roles?: string }): Promise<void> {
   // Watched from the first moment: a parent killed while this process was still starting must stop it too.
   const isChild = process.send !== undefined;
   const parentGone = isChild ? watchParent() : undefined;
+  // Loaded here, not at the top: the whole service (HTTP, broker, projectors) is half of every other
+  // command's start-up time otherwise.
+  const { startService } = await import('../../runtime/service.js');
   const service = await startService(config, logger, roles, {
     projectorProcessEntry: apart ? process.argv[1] : undefined,
     // A projector child (src/runtime/projector-process.ts) reports its batches for its parent's /metrics.

@@ -1,6 +1,6 @@
 import { appendFile } from 'node:fs/promises';
 import { createLogger } from '../../infra/logger.js';
-import { runSoak, type SoakReport } from '../../soak/soak.js';
+import type { SoakReport } from '../../soak/soak.js';
 import { defineCommand, type OptionValues } from '../command.js';
 import { numberOption } from './edge-sim.js';
 
@@ -48,6 +48,8 @@ async function soak(options: OptionValues<typeof SOAK_OPTIONS>): Promise<void> {
   const stop = new AbortController();
   process.once('SIGINT', () => stop.abort());
   process.once('SIGTERM', () => stop.abort());
+  // Loaded when run, as `serve` loads the service: the other commands start without it.
+  const { runSoak } = await import('../../soak/soak.js');
   const report = await runSoak({
     signal: stop.signal,
     minutes,
