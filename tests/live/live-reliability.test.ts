@@ -22,7 +22,7 @@ import { freePort } from '../../src/infra/ports.js';
 import { requestToken } from '../support/tenants.js';
 import { tempDirectory } from '../support/run-directory.js';
 
-const CLIENTS = 12;
+const CLIENTS = 24;
 const API_PROCESSES = 2;
 const RECONNECTS = Number(process.env.LIVE_RELIABILITY_RECONNECTS ?? 1000);
 const DEVICES = 10;
