@@ -104,6 +104,12 @@ describe('projector crash test: SIGKILL the real projectors inside a batch', fun
       expect(l.state).to.be.oneOf(['active', 'idle in transaction']);
     }
 
+    // The kills take a second or two each: let enough arrive for the replay comparison to mean something.
+    const w = writer;
+    expect(
+      await waitFor(async () => w.readings() > 2000 && w.devices.length > 4, 60_000),
+      'readings and adoptions written',
+    ).to.equal(true);
     await writer.stop();
     child = startProjectors();
     const projectors = [stateProjector(), telemetryProjector(), devicesProjector()];
