@@ -18,6 +18,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../port.js';
+import { bind, type PreparedStatement } from '../../infra/postgres/prepared.js';
 import { parseAppendNotice, type AppendNotice } from './append-notice.js';
 import { decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
 import {
@@ -154,7 +155,7 @@ export class PostgresEventStore implements EventStore {
           inserted: boolean;
           transaction_id: string;
           global_position: string;
-        }>(APPEND_BATCH, parameters);
+        }>(bind(APPEND_BATCH, parameters));
         const byId = new Map(rows.map((r) => [r.event_id, r]));
         const seen = new Set<string>();
         const results: BatchEntryResult[] = [];
@@ -330,11 +331,13 @@ export class PostgresEventStore implements EventStore {
   }
 
   private async query<R extends pg.QueryResultRow>(
-    text: string,
+    statement: string | PreparedStatement,
     values: unknown[],
   ): Promise<pg.QueryResult<R>> {
     try {
-      return await this.pool.query<R>(text, values);
+      return await this.pool.query<R>(
+        typeof statement === 'string' ? { text: statement, values } : bind(statement, values),
+      );
     } catch (error) {
       throw translate(error, undefined);
     }

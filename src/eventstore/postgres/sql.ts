@@ -1,3 +1,5 @@
+import { prepared } from '../../infra/postgres/prepared.js';
+
 /** The statements the Postgres adapter runs; the append logic itself is the append_events SQL function. */
 
 export const APPEND_EVENTS = `
@@ -12,17 +14,23 @@ export const APPEND_STREAMS = `
 export const STREAM_REVISIONS = `
   SELECT stream_name, revision FROM eventstore.streams WHERE stream_name = ANY ($1::text[])`;
 
-export const APPEND_BATCH = `
+export const APPEND_BATCH = prepared(
+  'eventstore.append-batch',
+  `
   SELECT event_id, inserted, transaction_id::text AS transaction_id, global_position
-    FROM eventstore.append_batch($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[])`;
+    FROM eventstore.append_batch($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[])`,
+);
 
-export const READ_STREAM = `
+export const READ_STREAM = prepared(
+  'eventstore.read-stream',
+  `
   SELECT event_id, event_type, data, metadata, stream_name, stream_revision,
          transaction_id::text AS transaction_id, global_position, recorded_at
     FROM eventstore.events
    WHERE stream_name = $1 AND stream_revision >= $2
    ORDER BY stream_revision
-   LIMIT $3`;
+   LIMIT $3`,
+);
 
 /**
  * One page of the global order after ($1, $2), only from transactions older than every running one, so
@@ -30,16 +38,22 @@ export const READ_STREAM = `
  * newest visible position, so a filtered reader can move its checkpoint past events it did not want.
  * The statements live in functions (migration 0300) that pin the plan to an ordered index walk.
  */
-export const READ_ALL = `
+export const READ_ALL = prepared(
+  'eventstore.read-all',
+  `
   SELECT is_head, event_id, event_type, data, metadata, stream_name, stream_revision,
          transaction_id::text AS transaction_id, global_position, recorded_at
-    FROM eventstore.read_all_page($1::text::xid8, $2::bigint, $3::int)`;
+    FROM eventstore.read_all_page($1::text::xid8, $2::bigint, $3::int)`,
+);
 
 /** The same page restricted to the types in $4 (events_type_order), merged in global order. */
-export const READ_ALL_OF_TYPES = `
+export const READ_ALL_OF_TYPES = prepared(
+  'eventstore.read-types',
+  `
   SELECT is_head, event_id, event_type, data, metadata, stream_name, stream_revision,
          transaction_id::text AS transaction_id, global_position, recorded_at
-    FROM eventstore.read_types_page($1::text::xid8, $2::bigint, $3::int, $4::text[])`;
+    FROM eventstore.read_types_page($1::text::xid8, $2::bigint, $3::int, $4::text[])`,
+);
 
 export const HEAD_POSITION = `
   SELECT e.transaction_id::text AS transaction_id, e.global_position

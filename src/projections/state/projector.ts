@@ -3,6 +3,7 @@ import { findCapability } from '../../domain/catalogue/index.js';
 import type { ConnectivityEvent } from '../../domain/connectivity/events.js';
 import { filedAt, type ReadingsRecordedData } from '../../domain/readings/index.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
+import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
 import { UPSERT_PRESENCE, UPSERT_STATE } from './sql.js';
@@ -48,24 +49,28 @@ export function stateProjector(): Projector {
       });
       if (latest.size > 0) {
         const rows = [...latest.values()];
-        await db.query(UPSERT_STATE, [
-          rows.map((r) => r.deviceId),
-          rows.map((r) => r.capability),
-          rows.map((r) => JSON.stringify(r.value)),
-          rows.map((r) => r.unit),
-          rows.map((r) => r.deviceTime),
-          rows.map((r) => r.serverTime),
-        ]);
+        await db.query(
+          bind(UPSERT_STATE, [
+            rows.map((r) => r.deviceId),
+            rows.map((r) => r.capability),
+            rows.map((r) => JSON.stringify(r.value)),
+            rows.map((r) => r.unit),
+            rows.map((r) => r.deviceTime),
+            rows.map((r) => r.serverTime),
+          ]),
+        );
       }
       if (presence.size > 0) {
         const entries = [...presence.entries()];
         const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
-        await db.query(UPSERT_PRESENCE, [
-          entries.map(([id]) => id),
-          entries.map(([, p]) => p.connectivity),
-          entries.map(([, p]) => iso(p.connectivityMs)),
-          entries.map(([, p]) => iso(p.lastSeenMs)),
-        ]);
+        await db.query(
+          bind(UPSERT_PRESENCE, [
+            entries.map(([id]) => id),
+            entries.map(([, p]) => p.connectivity),
+            entries.map(([, p]) => iso(p.connectivityMs)),
+            entries.map(([, p]) => iso(p.lastSeenMs)),
+          ]),
+        );
       }
     },
   };

@@ -10,6 +10,7 @@ import {
 import type { SiteEvent } from '../../domain/sites/index.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
+import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
 import { LocalDays } from './local-days.js';
@@ -61,7 +62,8 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
     ],
     schemaSql,
     async apply(events, db) {
-      const applied = (await db.query<{ position: string }>(APPLIED_POSITION, [name])).rows[0]?.position;
+      const applied = (await db.query<{ position: string }>(bind(APPLIED_POSITION, [name]))).rows[0]
+        ?.position;
       const fresh = applied === undefined ? events : events.filter((e) => e.position > applied);
       if (fresh.length === 0) return;
       await recordSites(fresh, db, zones);
@@ -100,32 +102,34 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
         device_id: string;
         capability: string;
         start_ms: number;
-      }>(RECORD_BATCH, [
-        raw.deviceIds,
-        raw.capabilities,
-        raw.filedMs,
-        raw.eventIds,
-        raw.ordinals,
-        raw.values.map((v) => JSON.stringify(v)),
-        raw.deviceTimes,
-        raw.serverTimes,
-        buckets.map((b) => b.resolution),
-        buckets.map((b) => b.deviceId),
-        buckets.map((b) => b.capability),
-        buckets.map((b) => b.startMs),
-        buckets.map((b) => b.samples),
-        buckets.map((b) => b.sum),
-        buckets.map((b) => b.min),
-        buckets.map((b) => b.max),
-        buckets.map((b) => b.firstMs),
-        buckets.map((b) => b.firstValue),
-        buckets.map((b) => b.lastMs),
-        buckets.map((b) => b.lastValue),
-        buckets.map((b) => b.increase),
-        fresh.at(-1)!.position,
-        COUNTER_KEYS,
-        name,
-      ]);
+      }>(
+        bind(RECORD_BATCH, [
+          raw.deviceIds,
+          raw.capabilities,
+          raw.filedMs,
+          raw.eventIds,
+          raw.ordinals,
+          raw.values.map((v) => JSON.stringify(v)),
+          raw.deviceTimes,
+          raw.serverTimes,
+          buckets.map((b) => b.resolution),
+          buckets.map((b) => b.deviceId),
+          buckets.map((b) => b.capability),
+          buckets.map((b) => b.startMs),
+          buckets.map((b) => b.samples),
+          buckets.map((b) => b.sum),
+          buckets.map((b) => b.min),
+          buckets.map((b) => b.max),
+          buckets.map((b) => b.firstMs),
+          buckets.map((b) => b.firstValue),
+          buckets.map((b) => b.lastMs),
+          buckets.map((b) => b.lastValue),
+          buckets.map((b) => b.increase),
+          fresh.at(-1)!.position,
+          COUNTER_KEYS,
+          name,
+        ]),
+      );
       if (rows.length === 0) return;
       // A late reading landed inside a counter bucket: rebuild its increase from the raw readings.
       const zoneOfDevice = new Map(numeric.map((r) => [r.deviceId, r.zone]));

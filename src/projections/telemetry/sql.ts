@@ -1,4 +1,5 @@
 import type { StoredResolution } from '../../domain/readings/index.js';
+import { prepared } from '../../infra/postgres/prepared.js';
 
 /** Statements of the telemetry read model (tables in schema.sql). Bucket tables differ only by name. */
 
@@ -55,7 +56,10 @@ const upsertBuckets = (name: string, table: string, resolution: string) => `
  * The position of the last event this projector ($1, a partition's own name) applied: a replayed event at
  * or before it is skipped.
  */
-export const APPLIED_POSITION = `SELECT position FROM telemetry_applied WHERE projector = $1`;
+export const APPLIED_POSITION = prepared(
+  'telemetry.applied-position',
+  `SELECT position FROM telemetry_applied WHERE projector = $1`,
+);
 
 /**
  * One batch in one statement: its readings appended to telemetry_raw in order of application ($1-$8), its
@@ -63,7 +67,9 @@ export const APPLIED_POSITION = `SELECT position FROM telemetry_applied WHERE pr
  * applied position ($22, of projector $24) moved. Returns the counter buckets ($23: counter keys) whose increase must be
  * recomputed.
  */
-export const RECORD_BATCH = `
+export const RECORD_BATCH = prepared(
+  'telemetry.record-batch',
+  `
   WITH raw AS (
     INSERT INTO telemetry_raw (device_id, capability, filed_at, event_id, ordinal, value, device_time, server_time)
     SELECT r.device_id, r.capability, ${EPOCH} + r.filed_ms * ${MS}, r.event_id, r.ordinal, r.value,
@@ -95,7 +101,8 @@ export const RECORD_BATCH = `
     FROM hours WHERE increase IS NULL AND capability = ANY ($23::text[])
   UNION ALL
   SELECT '1d', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM days WHERE increase IS NULL AND capability = ANY ($23::text[])`;
+    FROM days WHERE increase IS NULL AND capability = ANY ($23::text[])`,
+);
 
 /**
  * For the touched counter buckets whose increase the merge had to drop: the reset-aware rise along their

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { bind, prepared } from '../../infra/postgres/prepared.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
 
 /**
@@ -106,7 +107,9 @@ function compactDate(ms: number): string {
  * at all). `state` says what stands in the way: nothing, a table of that name left detached by an
  * interrupted retention run, or a partition whose concurrent detach was interrupted.
  */
-const PARTITIONS_TO_CREATE = `
+const PARTITIONS_TO_CREATE = prepared(
+  'telemetry.partitions-to-create',
+  `
   SELECT n.name, t.schema,
          CASE WHEN c.oid IS NULL THEN 'missing' WHEN i.inhrelid IS NULL THEN 'stray' ELSE 'detaching' END
            AS state
@@ -121,7 +124,8 @@ const PARTITIONS_TO_CREATE = `
            SELECT 1 FROM pg_inherits b JOIN pg_class bc ON bc.oid = b.inhrelid
             WHERE b.inhparent = t.oid AND NOT b.inhdetachpending
               AND left(bc.relname, length(n.parent) + 8) = n.parent || '_before_'
-              AND substr(bc.relname, length(n.parent) + 9) >= n.end_day)`;
+              AND substr(bc.relname, length(n.parent) + 9) >= n.end_day)`,
+);
 
 /** One lock for every change to the telemetry tables' partitions in a schema ($1), so two creators never race. */
 export const PARTITION_CHANGE_LOCK = `SELECT pg_advisory_xact_lock(hashtext('telemetry-partitions:' || $1))`;
@@ -143,8 +147,7 @@ export async function ensurePartitions(db: PoolClient, needed: readonly TimePart
   const toCreate = async () =>
     (
       await db.query<{ name: string; schema: string; state: 'missing' | 'stray' | 'detaching' }>(
-        PARTITIONS_TO_CREATE,
-        columns,
+        bind(PARTITIONS_TO_CREATE, columns),
       )
     ).rows;
   const first = await toCreate();
