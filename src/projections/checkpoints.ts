@@ -1,4 +1,5 @@
 import { inTransaction, type Pool, type PoolClient } from '../infra/postgres/pool.js';
+import { bind, prepared } from '../infra/postgres/prepared.js';
 import { partitionOfName } from './partitions.js';
 import type { Projector } from './projector.js';
 
@@ -80,6 +81,34 @@ export async function lockCheckpoint(db: PoolClient, name: string): Promise<stri
   );
   if (rows.length === 0) throw new Error(`projector ${name} is not installed`);
   return rows[0]!.position ?? undefined;
+}
+
+const ADVANCE_CHECKPOINT = prepared(
+  'projection.advance-checkpoint',
+  `UPDATE projection.checkpoints
+      SET position = $3, events_applied = events_applied + $4, updated_at = now()
+    WHERE projector = $1 AND position IS NOT DISTINCT FROM $2`,
+);
+
+/**
+ * Moves the checkpoint from `expected` to `next`, counting `applied` events, and keeps its row locked for the
+ * rest of the transaction, as lockCheckpoint does; false, with nothing changed, when the checkpoint is no
+ * longer at `expected` (another instance or a rebuild swap moved it). One statement where a lock and a save
+ * took two: it runs once per batch of every projector.
+ */
+export async function advanceCheckpoint(
+  db: PoolClient,
+  name: string,
+  expected: string | undefined,
+  next: string | undefined,
+  applied: number,
+): Promise<boolean> {
+  const { rowCount } = await db.query(
+    bind(ADVANCE_CHECKPOINT, [name, expected ?? null, next ?? null, applied]),
+  );
+  if (rowCount === 1) return true;
+  await lockCheckpoint(db, name); // a checkpoint that is not there at all is an error, not a lost race
+  return false;
 }
 
 export async function saveCheckpoint(

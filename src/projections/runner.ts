@@ -1,7 +1,7 @@
 import type { EventStore } from '../eventstore/port.js';
 import type { Logger } from '../infra/logger.js';
 import { inTransaction, type Pool } from '../infra/postgres/pool.js';
-import { installProjector, lockCheckpoint, readCheckpoint, saveCheckpoint } from './checkpoints.js';
+import { advanceCheckpoint, installProjector, readCheckpoint } from './checkpoints.js';
 import type { Projector } from './projector.js';
 import { runElected } from '../infra/postgres/election.js';
 import { rebuildProjector } from './rebuild.js';
@@ -114,10 +114,10 @@ export async function commitBatch(
   next: string | undefined,
 ): Promise<boolean> {
   return inTransaction(pool, async (client) => {
-    const current = await lockCheckpoint(client, projector.name);
-    if (current !== expected) return false;
+    if (!(await advanceCheckpoint(client, projector.name, expected, next ?? expected, events.length))) {
+      return false;
+    }
     if (events.length > 0) await projector.apply(events, client);
-    await saveCheckpoint(client, projector.name, next ?? expected, events.length);
     return true;
   });
 }

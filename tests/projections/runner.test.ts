@@ -95,6 +95,64 @@ describe('projection runner', () => {
     expect(await tallies(db)).to.deep.equal(await truth(db));
   });
 
+  it('of two batches committed from the same checkpoint at once, the second waits, then is refused and applies nothing', async () => {
+    await appendMany(store, 2, 10);
+    const projector = tallyProjector(TYPES);
+    await installProjector(db.pool, projector);
+    const { events } = await store.readAll({ maxCount: 20, eventTypes: TYPES });
+    const [first, second] = [events.slice(0, 5), events.slice(5, 10)];
+    // The first batch holds its transaction open inside apply until the second is seen waiting on it.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const holding = {
+      ...projector,
+      apply: (async (batch, client) => {
+        await projector.apply(batch, client);
+        entered();
+        await held;
+      }) as typeof projector.apply,
+    };
+    let secondApplied = false;
+    const refused = {
+      ...projector,
+      apply: (async () => {
+        secondApplied = true;
+      }) as typeof projector.apply,
+    };
+    const winner = commitBatch(db.pool, holding, undefined, first, first.at(-1)!.position);
+    await inside;
+    const loser = commitBatch(db.pool, refused, undefined, second, second.at(-1)!.position);
+    await waitFor(
+      async () =>
+        (
+          await db.pool.query(
+            `SELECT 1 FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE projection.checkpoints%'`,
+          )
+        ).rowCount === 1,
+      10_000,
+      'the second commit to wait on the checkpoint row',
+    );
+    release();
+    expect(await winner).to.equal(true);
+    expect(await loser, 'the second found the checkpoint moved').to.equal(false);
+    expect(secondApplied, 'the refused batch was never applied').to.equal(false);
+    expect((await readCheckpoint(db.pool, 'tally'))!.position).to.equal(first.at(-1)!.position);
+    expect((await readCheckpoint(db.pool, 'tally'))!.eventsApplied).to.equal(5n);
+    expect(Object.values(await tallies(db)).reduce((a, b) => a + b, 0)).to.equal(5);
+  });
+
+  it('a batch for a projector that was never installed is an error, not a lost race', async () => {
+    const projector = { ...tallyProjector(TYPES), name: 'never-installed' };
+    const failure = await commitBatch(db.pool, projector, undefined, [], undefined).then(
+      () => undefined,
+      (error: Error) => error.message,
+    );
+    expect(failure).to.match(/not installed/);
+  });
+
   it('resumes after a stop without loss or double effect', async () => {
     await appendMany(store, 4, 50);
     let applied = 0;
