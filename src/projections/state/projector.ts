@@ -6,7 +6,7 @@ import type { RecordedEvent } from '../../eventstore/port.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
-import { UPSERT_PRESENCE, UPSERT_STATE } from './sql.js';
+import { RECORD_STATE } from './sql.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 
@@ -47,31 +47,24 @@ export function stateProjector(): Projector {
         if (event.type === 'ReadingsRecorded') collectReadings(event, eventIndex, latest, presence);
         else if (event.type === 'DeviceConnectivityChanged') collectConnectivity(event, presence);
       });
-      if (latest.size > 0) {
-        const rows = [...latest.values()];
-        await db.query(
-          bind(UPSERT_STATE, [
-            rows.map((r) => r.deviceId),
-            rows.map((r) => r.capability),
-            rows.map((r) => JSON.stringify(r.value)),
-            rows.map((r) => r.unit),
-            rows.map((r) => r.deviceTime),
-            rows.map((r) => r.serverTime),
-          ]),
-        );
-      }
-      if (presence.size > 0) {
-        const entries = [...presence.entries()];
-        const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
-        await db.query(
-          bind(UPSERT_PRESENCE, [
-            entries.map(([id]) => id),
-            entries.map(([, p]) => p.connectivity),
-            entries.map(([, p]) => iso(p.connectivityMs)),
-            entries.map(([, p]) => iso(p.lastSeenMs)),
-          ]),
-        );
-      }
+      if (latest.size === 0 && presence.size === 0) return;
+      const rows = [...latest.values()];
+      const entries = [...presence.entries()];
+      const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+      await db.query(
+        bind(RECORD_STATE, [
+          rows.map((r) => r.deviceId),
+          rows.map((r) => r.capability),
+          rows.map((r) => JSON.stringify(r.value)),
+          rows.map((r) => r.unit),
+          rows.map((r) => r.deviceTime),
+          rows.map((r) => r.serverTime),
+          entries.map(([id]) => id),
+          entries.map(([, p]) => p.connectivity),
+          entries.map(([, p]) => iso(p.connectivityMs)),
+          entries.map(([, p]) => iso(p.lastSeenMs)),
+        ]),
+      );
     },
   };
 }
