@@ -25,8 +25,11 @@ export async function installProjector(pool: Pool, projector: Projector): Promis
     await client.query(projector.schemaSql);
     const recorded = await recordedPartitionCount(client, family);
     if (recorded !== undefined && recorded !== count) return;
+    // NOT EXISTS, not ON CONFLICT alone: the conflict check waits for a batch in flight, which has already
+    // moved the row (advanceCheckpoint) and may need a table lock the schema statements above now hold.
     await client.query(
-      `INSERT INTO projection.checkpoints (projector, position, version) VALUES ($1, NULL, $2)
+      `INSERT INTO projection.checkpoints (projector, position, version)
+       SELECT $1, NULL, $2 WHERE NOT EXISTS (SELECT 1 FROM projection.checkpoints WHERE projector = $1)
        ON CONFLICT (projector) DO NOTHING`,
       [projector.name, projector.version],
     );

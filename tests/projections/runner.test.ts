@@ -144,6 +144,40 @@ describe('projection runner', () => {
     expect(Object.values(await tallies(db)).reduce((a, b) => a + b, 0)).to.equal(5);
   });
 
+  it('installing a projector while one of its batches is in flight neither waits for the batch nor deadlocks with it', async () => {
+    await appendMany(store, 1, 10);
+    // An index makes installing take a lock on the table the batch writes to.
+    const projector = {
+      ...tallyProjector(TYPES),
+      schemaSql: `${tallyProjector(TYPES).schemaSql}; CREATE INDEX IF NOT EXISTS tally_events ON tally (events)`,
+    };
+    await installProjector(db.pool, projector);
+    const { events } = await store.readAll({ maxCount: 20, eventTypes: TYPES });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const holding = {
+      ...projector,
+      apply: (async (batch, client) => {
+        entered();
+        await held;
+        await projector.apply(batch, client); // needs the table after installing has locked it
+      }) as typeof projector.apply,
+    };
+    const batch = commitBatch(db.pool, holding, undefined, events, events.at(-1)!.position);
+    await inside;
+    const installing = installProjector(db.pool, projector);
+    const first = await Promise.race([
+      installing.then(() => 'installed'),
+      new Promise((resolve) => setTimeout(resolve, 5_000, 'still waiting')),
+    ]);
+    release();
+    expect(first, 'installing did not wait for the batch').to.equal('installed');
+    expect(await batch).to.equal(true);
+    expect((await readCheckpoint(db.pool, 'tally'))!.eventsApplied).to.equal(BigInt(events.length));
+  });
+
   it('a batch for a projector that was never installed is an error, not a lost race', async () => {
     const projector = { ...tallyProjector(TYPES), name: 'never-installed' };
     const failure = await commitBatch(db.pool, projector, undefined, [], undefined).then(
