@@ -3,7 +3,7 @@ import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { bind, prepared } from '../../src/infra/postgres/prepared.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
-describe('prepared statements', () => {
+describe('prepared statements and their array parameters', () => {
   let db: TestDatabase;
   let pool: Pool;
   before(async () => {
@@ -46,5 +46,41 @@ describe('prepared statements', () => {
   it('refuse a name defined again with another text', () => {
     expect(prepared(COUNT_AT_LEAST.name, COUNT_AT_LEAST.text)).to.deep.equal(COUNT_AT_LEAST);
     expect(() => prepared(COUNT_AT_LEAST.name, 'SELECT 1')).to.throw(/another text/);
+  });
+
+  const ECHO = prepared(
+    'test.echo-arrays',
+    'SELECT $1::text[] AS texts, $2::float8[] AS numbers, $3::int8[]::text[] AS integers, $4::jsonb[] AS documents, $5::bool[] AS flags',
+  );
+
+  it('arrive as PostgreSQL reads them, whatever the strings hold', async () => {
+    const texts = [
+      'plain',
+      '',
+      'NULL',
+      'with "quotes"',
+      'back\\slash',
+      '{braces},commas',
+      ' spaced ',
+      'zwölf ✓',
+      null,
+    ];
+    const numbers = [0, -1.5, 1e-7, 123456.789, Number.MAX_VALUE, null];
+    const integers = [0, 1_795_000_000_000, -42, Number.MAX_SAFE_INTEGER];
+    const documents = [{ a: 'say "hi"\\' }, [1, 'two'], 'text', 3.5, true, null].map((d) =>
+      JSON.stringify(d),
+    );
+    const { rows } = await pool.query(bind(ECHO, [texts, numbers, integers, documents, [true, false, null]]));
+    expect(rows[0].texts).to.deep.equal(texts);
+    expect(rows[0].numbers).to.deep.equal(numbers);
+    expect(rows[0].integers).to.deep.equal(integers.map(String));
+    expect(rows[0].documents).to.deep.equal(documents.map((d) => JSON.parse(d)));
+    expect(rows[0].flags).to.deep.equal([true, false, null]);
+  });
+
+  it('are sent as text, except arrays of anything else, which pg serialises itself', () => {
+    const [texts, dates] = bind(ECHO, [['a"b'], [new Date(0)]]).values!;
+    expect(texts).to.equal('{"a\\"b"}');
+    expect(dates).to.deep.equal([new Date(0)]);
   });
 });

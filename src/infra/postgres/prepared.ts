@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { arrayLiteral } from './array-literal.js';
 
 /**
  * A statement the service runs per message or per batch, prepared under its name on each connection the
@@ -27,7 +28,11 @@ export function prepared(name: string, text: string): PreparedStatement {
   return { name, text };
 }
 
-/** The statement with its values, as pg's query() takes it. */
+/** The statement with its values, as pg's query() takes it; arrays go as their text form (array-literal.ts). */
 export function bind(statement: PreparedStatement, values: readonly unknown[]): pg.QueryConfig {
-  return { name: statement.name, text: statement.text, values: [...values] };
+  return {
+    name: statement.name,
+    text: statement.text,
+    values: values.map((value) => (Array.isArray(value) ? (arrayLiteral(value) ?? value) : value)),
+  };
 }
