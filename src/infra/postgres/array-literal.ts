@@ -1,9 +1,9 @@
 /**
  * PostgreSQL's text form of a one-dimensional array of strings, numbers or booleans (null and undefined are
  * NULL), or undefined for anything else, which pg then serialises itself. pg builds the same text, but puts
- * every element through a type dispatch and two regular-expression replacements; for the batch statements'
- * arrays, tens of thousands of elements a second, that was 13 % of the projector process's CPU at 6,000
- * msg/s (docs/performance.md). Here an element is only rewritten when it holds a quote or a backslash.
+ * every element through a type dispatch and two regular-expression replacements, and the batch statements
+ * send tens of thousands of elements a second (docs/performance.md, "Planning and array parameters"). Here
+ * an element is only rewritten when it holds a quote or a backslash.
  */
 export function arrayLiteral(values: readonly unknown[]): string | undefined {
   let text = '{';

@@ -3,11 +3,11 @@ import { arrayLiteral } from './array-literal.js';
 
 /**
  * A statement the service runs per message or per batch, prepared under its name on each connection the
- * first time it runs there. PostgreSQL plans an unnamed statement on every execution, and for the
- * projectors' multi-table statements planning cost a third as much as running them (docs/performance.md,
- * "Planning"). A named one is parsed once per connection, and planned once as soon as PostgreSQL finds its
- * generic plan no worse than the custom ones. PostgreSQL re-plans it by itself when a table it names is
- * altered, dropped or swapped, or the search path changes.
+ * first time it runs there. PostgreSQL plans an unnamed statement on every execution, and planning the
+ * projectors' multi-table statements took a large share of their time (docs/performance.md, "Planning and
+ * array parameters"). A named one is parsed once per connection, and planned once as soon as PostgreSQL
+ * finds its generic plan no worse than the custom ones. PostgreSQL re-plans it by itself when a table it
+ * names is altered, dropped or swapped, or the search path changes.
  *
  * Only statements of fixed text belong here: every connection keeps each one for as long as it lives.
  */
