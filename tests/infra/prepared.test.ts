@@ -63,8 +63,12 @@ describe('prepared statements and their array parameters', () => {
       '{braces},commas',
       ' spaced ',
       'zwölf ✓',
+      'a/b',
+      'ends\\',
       null,
     ];
+    // Control characters, which JSON escapes its own way, take the element-by-element path.
+    const controls = ['line\nbreak', 'tab\there', '\u0001', 'back\\nslash', 'with "quotes"'];
     const numbers = [0, -1.5, 1e-7, 123456.789, Number.MAX_VALUE, null];
     const integers = [0, 1_795_000_000_000, -42, Number.MAX_SAFE_INTEGER];
     const documents = [{ a: 'say "hi"\\' }, [1, 'two'], 'text', 3.5, true, null].map((d) =>
@@ -72,6 +76,8 @@ describe('prepared statements and their array parameters', () => {
     );
     const { rows } = await pool.query(bind(ECHO, [texts, numbers, integers, documents, [true, false, null]]));
     expect(rows[0].texts).to.deep.equal(texts);
+    const controlled = await pool.query(bind(ECHO, [controls, [], [], [], []]));
+    expect(controlled.rows[0].texts).to.deep.equal(controls);
     expect(rows[0].numbers).to.deep.equal(numbers);
     expect(rows[0].integers).to.deep.equal(integers.map(String));
     expect(rows[0].documents).to.deep.equal(documents.map((d) => JSON.parse(d)));
@@ -79,8 +85,9 @@ describe('prepared statements and their array parameters', () => {
   });
 
   it('are sent as text, except arrays of anything else, which pg serialises itself', () => {
-    const [texts, dates] = bind(ECHO, [['a"b'], [new Date(0)]]).values!;
-    expect(texts).to.equal('{"a\\"b"}');
+    const [texts, dates, notFinite] = bind(ECHO, [['a"b', 1, null], [new Date(0)], [Number.NaN]]).values!;
+    expect(texts).to.equal('{"a\\"b",1,null}');
     expect(dates).to.deep.equal([new Date(0)]);
+    expect(notFinite, 'JSON would write NaN as null').to.deep.equal([Number.NaN]);
   });
 });
