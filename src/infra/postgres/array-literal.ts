@@ -23,7 +23,7 @@ export function arrayLiteral(values: readonly unknown[]): string | undefined {
 
 // A backslash that JSON wrote for something other than `"` or `\` (may also match after an escaped `\`,
 // which only costs the slower path).
-const JSON_ONLY_ESCAPE = /\\[bfnrtu/]/;
+const JSON_ONLY_ESCAPE = /\\[bfnrtu]/;
 const QUOTE_OR_BACKSLASH = /["\\]/g;
 
 function element(value: unknown): string {
