@@ -1,5 +1,6 @@
 import type { BucketStats, StoredResolution, TelemetryAggregation } from '../../domain/readings/index.js';
 import type { Pool } from '../../infra/postgres/pool.js';
+import { bind } from '../../infra/postgres/prepared.js';
 import { SELECT_BUCKETS, SELECT_POINT_VALUES, SELECT_PREVIOUS_LAST, SELECT_RAW } from './sql.js';
 
 export interface StoredBucket extends BucketStats {
@@ -102,10 +103,13 @@ export async function readPointValues(
   },
 ): Promise<PointValue[]> {
   const { rows } = await pool.query<[string, string, number, number]>({
-    // Named, so each connection parses and plans it once per resolution.
-    name: `telemetry.points.${query.resolution}`,
-    text: SELECT_POINT_VALUES[query.resolution],
-    values: [query.deviceId, [...query.served.keys()], query.from, query.to, [...query.served.values()]],
+    ...bind(SELECT_POINT_VALUES[query.resolution], [
+      query.deviceId,
+      [...query.served.keys()],
+      query.from,
+      query.to,
+      [...query.served.values()],
+    ]),
     rowMode: 'array',
   });
   return rows.map(([capability, bucket, samples, value]) => ({ capability, bucket, samples, value }));

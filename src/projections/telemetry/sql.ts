@@ -1,5 +1,5 @@
 import type { StoredResolution } from '../../domain/readings/index.js';
-import { prepared } from '../../infra/postgres/prepared.js';
+import { prepared, type PreparedStatement } from '../../infra/postgres/prepared.js';
 
 /** Statements of the telemetry read model (tables in schema.sql). Bucket tables differ only by name. */
 
@@ -185,7 +185,12 @@ const perTable = <T>(make: (table: string) => T): Readonly<Record<StoredResoluti
 export const RECOMPUTE_INCREASE = perTable(recomputeIncrease);
 export const SELECT_BUCKETS = perTable(selectBuckets);
 export const SELECT_PREVIOUS_LAST = perTable(selectPreviousLast);
-export const SELECT_POINT_VALUES = perTable(selectPointValues);
+// Run for every telemetry query: prepared, so each connection plans it once per resolution.
+export const SELECT_POINT_VALUES: Readonly<Record<StoredResolution, PreparedStatement>> = {
+  '1m': prepared('telemetry.points.1m', selectPointValues(BUCKET_TABLES['1m'])),
+  '1h': prepared('telemetry.points.1h', selectPointValues(BUCKET_TABLES['1h'])),
+  '1d': prepared('telemetry.points.1d', selectPointValues(BUCKET_TABLES['1d'])),
+};
 
 export const SELECT_RAW = `
   SELECT capability, filed_at, value, device_time, server_time
