@@ -52,6 +52,13 @@ async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000, what =
   }
 }
 
+/** A promise and what settles it: lets a test hold a batch open inside apply and see it get there. */
+function signal(): { readonly reached: Promise<void>; readonly fire: () => void } {
+  let fire!: () => void;
+  const reached = new Promise<void>((resolve) => (fire = resolve));
+  return { reached, fire };
+}
+
 describe('projection runner', () => {
   let db: TestDatabase;
   let store: PostgresEventStore;
@@ -102,16 +109,14 @@ describe('projection runner', () => {
     const { events } = await store.readAll({ maxCount: 20, eventTypes: TYPES });
     const [first, second] = [events.slice(0, 5), events.slice(5, 10)];
     // The first batch holds its transaction open inside apply until the second is seen waiting on it.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const released = signal();
+    const entered = signal();
     const holding = {
       ...projector,
       apply: (async (batch, client) => {
         await projector.apply(batch, client);
-        entered();
-        await held;
+        entered.fire();
+        await released.reached;
       }) as typeof projector.apply,
     };
     let secondApplied = false;
@@ -122,7 +127,7 @@ describe('projection runner', () => {
       }) as typeof projector.apply,
     };
     const winner = commitBatch(db.pool, holding, undefined, first, first.at(-1)!.position);
-    await inside;
+    await entered.reached;
     const loser = commitBatch(db.pool, refused, undefined, second, second.at(-1)!.position);
     await waitFor(
       async () =>
@@ -135,7 +140,7 @@ describe('projection runner', () => {
       10_000,
       'the second commit to wait on the checkpoint row',
     );
-    release();
+    released.fire();
     expect(await winner).to.equal(true);
     expect(await loser, 'the second found the checkpoint moved').to.equal(false);
     expect(secondApplied, 'the refused batch was never applied').to.equal(false);
@@ -153,26 +158,24 @@ describe('projection runner', () => {
     };
     await installProjector(db.pool, projector);
     const { events } = await store.readAll({ maxCount: 20, eventTypes: TYPES });
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const released = signal();
+    const entered = signal();
     const holding = {
       ...projector,
       apply: (async (batch, client) => {
-        entered();
-        await held;
+        entered.fire();
+        await released.reached;
         await projector.apply(batch, client); // needs the table after installing has locked it
       }) as typeof projector.apply,
     };
     const batch = commitBatch(db.pool, holding, undefined, events, events.at(-1)!.position);
-    await inside;
+    await entered.reached;
     const installing = installProjector(db.pool, projector);
     const first = await Promise.race([
       installing.then(() => 'installed'),
       new Promise((resolve) => setTimeout(resolve, 5_000, 'still waiting')),
     ]);
-    release();
+    released.fire();
     expect(first, 'installing did not wait for the batch').to.equal('installed');
     expect(await batch).to.equal(true);
     expect((await readCheckpoint(db.pool, 'tally'))!.eventsApplied).to.equal(BigInt(events.length));
