@@ -1,4 +1,5 @@
 import type { EventStore, RecordedEvent } from '../eventstore/port.js';
+import { pageReader } from '../eventstore/read-ahead.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { installProjector, readCheckpoint } from './checkpoints.js';
 import type { Projector } from './projector.js';
@@ -25,23 +26,17 @@ export async function catchUpProjector(
   if (target === undefined) return;
   const beyond = (position: string) => store.comparePositions(position, target) > 0;
   const deadline = Date.now() + timeoutMs;
+  const pages = pageReader(store, { maxCount: batchSize, eventTypes: projector.eventTypes });
   for (let pause = 5; ;) {
     const position = (await readCheckpoint(pool, projector.name))?.position;
     if (position !== undefined && store.comparePositions(position, target) >= 0) return;
-    const page = await store.readAll({
-      after: position,
-      maxCount: batchSize,
-      eventTypes: projector.eventTypes,
-    });
+    const page = await pages.read(position);
     if (page.lastPosition !== undefined && page.lastPosition !== position) {
+      const last = beyond(page.lastPosition);
+      // The next page is read while this one commits; another instance committing first makes it unused.
+      if (!last && !page.atEnd) pages.readAhead(page.lastPosition);
       const events = page.events.filter((event) => !beyond(event.position));
-      await commitBatch(
-        pool,
-        projector,
-        position,
-        events,
-        beyond(page.lastPosition) ? target : page.lastPosition,
-      );
+      await commitBatch(pool, projector, position, events, last ? target : page.lastPosition);
       continue;
     }
     if (Date.now() >= deadline) throw new Error(`projector ${projector.name}: ${target} not visible in time`);

@@ -1,4 +1,5 @@
 import type { EventStore } from '../eventstore/port.js';
+import { pageReader } from '../eventstore/read-ahead.js';
 import { inTransaction, type Pool, type PoolClient } from '../infra/postgres/pool.js';
 import type { Projector } from './projector.js';
 
@@ -44,13 +45,11 @@ export async function replayPages(
 ): Promise<{ position: string | undefined; applied: number }> {
   let position = from;
   let applied = 0;
+  const pages = pageReader(store, { maxCount: batchSize, eventTypes: projector.eventTypes });
   for (;;) {
     if (options.signal?.aborted) throw new Error('replay aborted');
-    const page = await store.readAll({
-      after: position,
-      maxCount: batchSize,
-      eventTypes: projector.eventTypes,
-    });
+    const page = await pages.read(position);
+    if (!page.atEnd) pages.readAhead(page.lastPosition);
     if (page.events.length > 0) await apply(page.events);
     applied += page.events.length;
     if (page.lastPosition !== undefined) position = page.lastPosition;

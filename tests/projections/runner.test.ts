@@ -79,6 +79,21 @@ describe('projection runner', () => {
     expect(checkpoint!.eventsApplied).to.equal(24n);
   });
 
+  it('catches up with the next page being read while the current batch commits', async () => {
+    await appendMany(store, 3, 10);
+    const readAll = sinon.spy(store, 'readAll');
+    const readsWhenApplied: number[] = [];
+    await catchUpProjector(
+      db.pool,
+      store,
+      tallyProjector(TYPES, () => readsWhenApplied.push(readAll.callCount)),
+      10,
+    );
+    // 24 events of its types in pages of 10: the first two pages were behind the end, the third was last.
+    expect(readsWhenApplied).to.deep.equal([2, 3, 3]);
+    expect(await tallies(db)).to.deep.equal(await truth(db));
+  });
+
   it('catches up to the head even when another instance commits part of the way first', async () => {
     await appendMany(store, 3, 10);
     const projector = tallyProjector(TYPES);

@@ -1,4 +1,5 @@
 import type { EventStore, SubscribeOptions, Subscription, SubscriptionBatch } from '../port.js';
+import { pageReader } from '../read-ahead.js';
 import { concerns, type AppendNotice } from './append-notice.js';
 
 /** The first retry after a read that did not yet see an announced transaction; it doubles up to idlePollMs. */
@@ -45,7 +46,7 @@ export function subscribeByPolling(
     async *[Symbol.asyncIterator](): AsyncGenerator<SubscriptionBatch> {
       let after = options.after;
       let signalledCaughtUp = false;
-      let woken: boolean;
+      let woken = false;
       let wake: (() => void) | undefined;
       // The newest announced position not yet seen to be visible, and the current retry delay for it.
       let awaited: string | undefined;
@@ -59,13 +60,18 @@ export function subscribeByPolling(
         woken = true;
         wake?.();
       });
+      // A notification counts only if it came after the read that could have missed its events began.
+      const pages = pageReader(store, { maxCount: batchSize, eventTypes: options.eventTypes }, () => {
+        woken = false;
+      });
       try {
         // An append between the first read and LISTEN would otherwise wait a whole idle interval.
         await Promise.race([wakeup.listening, delay(idlePollMs, options.signal)]);
         while (!options.signal?.aborted) {
-          woken = false;
-          const page = await store.readAll({ after, maxCount: batchSize, eventTypes: options.eventTypes });
+          const page = await pages.read(after);
           if (page.lastPosition !== undefined) after = page.lastPosition;
+          // Behind: the next page is read while the consumer handles this one.
+          if (!page.atEnd) pages.readAhead(after);
           if (page.events.length > 0 || (page.atEnd && !signalledCaughtUp)) {
             signalledCaughtUp = page.atEnd;
             yield { events: page.events, checkpoint: after, caughtUp: page.atEnd };

@@ -1,0 +1,40 @@
+import type { EventStore, ReadAllOptions, ReadAllPage } from './port.js';
+
+/**
+ * Pages of the global order, one read ahead: while the caller applies a page that did not reach the end,
+ * the next one is already being read, so the store's work and the caller's overlap on two cores. A page
+ * read ahead is used only when the caller asks for the position it was read from; otherwise it is dropped
+ * (and a failure of it is reported only to a caller that uses it). `onStoreRead` runs as each read of the
+ * store begins.
+ */
+export interface PageReader {
+  /** The page after `after`: the one read ahead from there, or a fresh read. */
+  read(after: string | undefined): Promise<ReadAllPage>;
+  /** Starts reading the page after `after` now, for a later `read(after)`. */
+  readAhead(after: string | undefined): void;
+}
+
+export function pageReader(
+  store: Pick<EventStore, 'readAll'>,
+  options: Omit<ReadAllOptions, 'after' | 'from'>,
+  onStoreRead?: () => void,
+): PageReader {
+  let ahead: { after: string | undefined; page: Promise<ReadAllPage> } | undefined;
+  const readFrom = (after: string | undefined) => {
+    onStoreRead?.();
+    return store.readAll({ ...options, after });
+  };
+  return {
+    read(after) {
+      const kept = ahead;
+      ahead = undefined;
+      return kept && kept.after === after ? kept.page : readFrom(after);
+    },
+    readAhead(after) {
+      const page = readFrom(after);
+      // Dropped pages must not surface as unhandled rejections; a caller that uses the page still sees it.
+      page.catch(() => undefined);
+      ahead = { after, page };
+    },
+  };
+}
