@@ -263,6 +263,31 @@ describe('projection runner', () => {
     expect(await tallies(db)).to.deep.equal(expected);
   });
 
+  it('replays a rebuild without waiting for the WAL flush per batch, and projects live batches durably', async () => {
+    await appendMany(store, 3, 10);
+    const base = tallyProjector(TYPES);
+    const settings: string[] = [];
+    const projector = {
+      ...base,
+      async apply(events: Parameters<typeof base.apply>[0], client: Parameters<typeof base.apply>[1]) {
+        const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+        settings.push(rows[0]!.synchronous_commit);
+        return base.apply(events, client);
+      },
+    };
+    await catchUpProjector(db.pool, store, projector, 10);
+    expect(settings, 'live batches').to.deep.equal(['on', 'on', 'on']);
+    settings.length = 0;
+    await rebuildProjector(db.pool, store, projector, { batchSize: 10 });
+    expect(settings, 'the rebuild replay batches').to.deep.equal(['off', 'off', 'off']);
+    expect(await tallies(db)).to.deep.equal(await truth(db));
+    settings.length = 0;
+    await appendMany(store, 1, 5);
+    await catchUpProjector(db.pool, store, projector, 10);
+    expect(settings, 'live batches after the rebuild').to.deep.equal(['on']);
+    expect(await tallies(db)).to.deep.equal(await truth(db));
+  });
+
   it('refuses to rebuild a read model that outlives its events, and stands by on a version change instead', async () => {
     await appendMany(store, 2, 10);
     const keeper = { ...tallyProjector(TYPES), keepsHistoryBeyondRetention: true };
