@@ -9,7 +9,7 @@ import { stateProjector } from '../../src/projections/state/projector.js';
 import { readDeviceState } from '../../src/projections/state/queries.js';
 import { applyTelemetryRetention } from '../../src/projections/telemetry/retention.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
-import { isoFromUtcText, readBuckets, readPointValues } from '../../src/projections/telemetry/queries.js';
+import { readBuckets, readPointValues } from '../../src/projections/telemetry/queries.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { attachedPartitions, interruptConcurrentDetach } from '../support/partitions.js';
@@ -263,27 +263,6 @@ describe('state and telemetry projections', () => {
         ]);
         expect(fromDatabase, `${resolution} ${aggregation}`).to.deep.equal(fromStats);
       }
-    }
-  });
-
-  it("writes PostgreSQL's UTC timestamp text as toISOString does, and refuses text of another form", async () => {
-    const { rows } = await db.pool.query<{ t: string; iso: string }>(
-      `SELECT (ts AT TIME ZONE 'UTC')::text AS t, iso FROM (VALUES
-         ('2026-11-25T17:10:00.000Z'::timestamptz, '2026-11-25T17:10:00.000Z'),
-         ('2026-11-25T17:10:00.5Z', '2026-11-25T17:10:00.500Z'),
-         ('2026-11-25T17:10:00.123456Z', '2026-11-25T17:10:00.123Z'),
-         ('2026-11-25T17:10:00.999999Z', '2026-11-25T17:10:00.999Z'),
-         ('0001-01-01T00:00:00Z', '0001-01-01T00:00:00.000Z')) AS v(ts, iso)`,
-    );
-    expect(rows.map((r) => isoFromUtcText(r.t))).to.deep.equal(rows.map((r) => r.iso));
-    expect(rows[0]!.t, 'whole seconds come without a fraction').to.equal('2026-11-25 17:10:00');
-    for (const other of [
-      '11/25/2026 17:10:00',
-      '2026-11-25 17:10:00+00',
-      '12026-11-25 17:10:00',
-      '0044-03-15 12:00:00 BC',
-    ]) {
-      expect(() => isoFromUtcText(other), other).to.throw(/not a UTC timestamp/);
     }
   });
 

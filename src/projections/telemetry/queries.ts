@@ -112,24 +112,5 @@ export async function readPointValues(
     ]),
     rowMode: 'array',
   });
-  return rows.map(([capability, bucket, samples, value]) => ({
-    capability,
-    bucket: isoFromUtcText(bucket),
-    samples,
-    value,
-  }));
-}
-
-const UTC_TEXT = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d)(?:\.(\d{1,6}))?$/;
-
-/**
- * PostgreSQL's text of a timestamp without zone (`2026-11-25 17:10:00`, fractions only when not zero) as
- * Date.prototype.toISOString writes it (`2026-11-25T17:10:00.000Z`), milliseconds truncated, so both query
- * paths write bucket times identically. Anything else (another DateStyle, a year past 9999) is refused
- * rather than guessed at.
- */
-export function isoFromUtcText(text: string): string {
-  const parts = UTC_TEXT.exec(text);
-  if (!parts) throw new Error(`not a UTC timestamp in ISO DateStyle: ${text}`);
-  return `${parts[1]}T${parts[2]}.${(parts[3] ?? '').padEnd(3, '0').slice(0, 3)}Z`;
+  return rows.map(([capability, bucket, samples, value]) => ({ capability, bucket, samples, value }));
 }

@@ -146,10 +146,11 @@ const selectBuckets = (table: string) => `
  * bucket instead of every statistic, which is what keeps a day of 1-minute points fast. The arithmetic is
  * pointValue's (domain/readings/aggregation.ts) for every function but increase; a test holds them equal.
  */
-// Bucket starts go out as PostgreSQL's own text of the UTC time, which queries.ts rewrites to ISO 8601:
-// to_char with a pattern cost PostgreSQL about as much as reading the rows (docs/performance.md).
+// The format of Date.prototype.toISOString, so both paths write bucket times identically.
+const ISO_UTC = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
+
 const selectPointValues = (table: string) => `
-  SELECT a.capability, (b.bucket_start AT TIME ZONE 'UTC')::text AS bucket, b.samples,
+  SELECT a.capability, to_char(b.bucket_start AT TIME ZONE 'UTC', '${ISO_UTC}') AS bucket, b.samples,
          CASE a.aggregation
            WHEN 'avg' THEN b.sum / b.samples
            WHEN 'min' THEN b.min
