@@ -76,15 +76,13 @@ describe('command delivery over the real broker (mTLS) and the simulator', funct
     // It may have arrived while the test awaited something else: the simulator's events are not replayed.
     const already = received.find((m) => m.commandId === commandId);
     if (already) return Promise.resolve(already);
-    return simEvent<ApplyCommand>(sim, 'command', (m) => m.commandId === commandId).catch(
-      async (error: Error) => {
-        const recorded = await types(commandId).catch((e: unknown) => [`(unreadable: ${String(e)})`]);
-        const got = received.map((m) => m.commandId).join(', ') || 'nothing';
-        throw new Error(
-          `${error.message} ${commandId}; recorded: ${recorded.join(', ')}; it received: ${got}`,
-        );
-      },
-    );
+    return simEvent<ApplyCommand>(sim, 'command', (m) => m.commandId === commandId).catch(whyNot(commandId));
+  };
+  /** Turns a timeout about a command into one that says what the store recorded and the simulator got. */
+  const whyNot = (commandId: string) => async (error: Error) => {
+    const recorded = await types(commandId).catch((e: unknown) => [`(unreadable: ${String(e)})`]);
+    const got = received.map((m) => m.commandId).join(', ') || 'nothing';
+    throw new Error(`${error.message} ${commandId}; recorded: ${recorded.join(', ')}; it received: ${got}`);
   };
 
   before(async () => {
@@ -121,8 +119,11 @@ describe('command delivery over the real broker (mTLS) and the simulator', funct
 
   it('an accepted command is sent once, applied, acknowledged, and the new state is in the state endpoint', async () => {
     const before = new Date().toISOString();
-    const applied = simEvent<ApplyCommand>(sim, 'applied', (m) => m.value === false);
-    const commandId = await c.command(plug, {
+    let commandId = '';
+    const applied = simEvent<ApplyCommand>(sim, 'applied', (m) => m.value === false).catch((error: Error) =>
+      whyNot(commandId)(error),
+    );
+    commandId = await c.command(plug, {
       capability: 'binary.switch',
       value: false,
       mode: 'imperative',
