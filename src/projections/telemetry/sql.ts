@@ -1,5 +1,5 @@
 import type { StoredResolution } from '../../domain/readings/index.js';
-import { prepared, type PreparedStatement } from '../../infra/postgres/prepared.js';
+import { prepared } from '../../infra/postgres/prepared.js';
 
 /** Statements of the telemetry read model (tables in schema.sql). Bucket tables differ only by name. */
 
@@ -176,21 +176,21 @@ const selectPreviousLast = (table: string) => `
        LIMIT 1
     ) p`;
 
-const perTable = <T>(make: (table: string) => T): Readonly<Record<StoredResolution, T>> => ({
-  '1m': make(BUCKET_TABLES['1m']),
-  '1h': make(BUCKET_TABLES['1h']),
-  '1d': make(BUCKET_TABLES['1d']),
+const perTable = <T>(
+  make: (table: string, resolution: StoredResolution) => T,
+): Readonly<Record<StoredResolution, T>> => ({
+  '1m': make(BUCKET_TABLES['1m'], '1m'),
+  '1h': make(BUCKET_TABLES['1h'], '1h'),
+  '1d': make(BUCKET_TABLES['1d'], '1d'),
 });
 
 export const RECOMPUTE_INCREASE = perTable(recomputeIncrease);
 export const SELECT_BUCKETS = perTable(selectBuckets);
 export const SELECT_PREVIOUS_LAST = perTable(selectPreviousLast);
 // Run for every telemetry query: prepared, so each connection plans it once per resolution.
-export const SELECT_POINT_VALUES: Readonly<Record<StoredResolution, PreparedStatement>> = {
-  '1m': prepared('telemetry.points.1m', selectPointValues(BUCKET_TABLES['1m'])),
-  '1h': prepared('telemetry.points.1h', selectPointValues(BUCKET_TABLES['1h'])),
-  '1d': prepared('telemetry.points.1d', selectPointValues(BUCKET_TABLES['1d'])),
-};
+export const SELECT_POINT_VALUES = perTable((table, resolution) =>
+  prepared(`telemetry.points.${resolution}`, selectPointValues(table)),
+);
 
 export const SELECT_RAW = `
   SELECT capability, filed_at, value, device_time, server_time
