@@ -11,7 +11,7 @@ import type { AckedMessage } from '../src/edge-sim/index.js';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import { encodePgPosition } from '../src/eventstore/postgres/position.js';
 import { createProject } from '../src/identity/projects.js';
-import type { Pool } from '../src/infra/postgres/pool.js';
+import { inTransaction, type Pool } from '../src/infra/postgres/pool.js';
 import { loadOrCreateAuthority } from '../src/ingress/pki/authority.js';
 import { catchUpProjector } from '../src/projections/catch-up.js';
 import { createSite } from '../src/registry/sites.js';
@@ -378,23 +378,29 @@ class CheckpointTimeline {
   }
 }
 
+/**
+ * Finds the sampled messages' events in one hash join over the run's readings. A lookup per sample (a scan
+ * of its device's stream each) grows with the square of the run's length: a 10-minute run spent longer
+ * there than running.
+ */
 const LOCATE = `
-  SELECT s.n, e.transaction_id::text AS transaction_id, e.global_position, e.data->>'receivedAt' AS received_at
+  SELECT DISTINCT ON (s.n) s.n, e.transaction_id::text AS transaction_id, e.global_position,
+         e.data->>'receivedAt' AS received_at
     FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS s(stream_name, seq, n)
-    CROSS JOIN LATERAL (
-      SELECT x.transaction_id, x.global_position, x.data FROM eventstore.events x
-       WHERE x.stream_name = s.stream_name AND (x.data->>'seq')::bigint = s.seq
-       LIMIT 1
-    ) e`;
+    JOIN eventstore.events e ON e.stream_name = s.stream_name AND (e.data->>'seq')::bigint = s.seq
+   WHERE e.event_type = 'ReadingsRecorded'
+   ORDER BY s.n, e.transaction_id, e.global_position`;
 
 /** Each sampled message's event: where it sits in the global order, and when the broker received it. */
 async function locate(pool: Pool, samples: readonly Sample[]) {
-  const { rows } = await pool.query<{
-    n: string;
-    transaction_id: string;
-    global_position: string;
-    received_at: string;
-  }>(LOCATE, [samples.map((s) => `readings-${s.message.deviceId}`), samples.map((s) => s.message.seq)]);
+  const { rows } = await inTransaction(pool, async (client) => {
+    // The planner takes the unnested samples for a handful of rows and would loop over them.
+    await client.query('SET LOCAL enable_nestloop = off');
+    return client.query<{ n: string; transaction_id: string; global_position: string; received_at: string }>(
+      LOCATE,
+      [samples.map((s) => `readings-${s.message.deviceId}`), samples.map((s) => s.message.seq)],
+    );
+  });
   return rows.map((r) => ({
     ...samples[Number(r.n) - 1]!,
     position: encodePgPosition(r.transaction_id, r.global_position),
