@@ -23,6 +23,7 @@ export async function installProjector(pool: Pool, projector: Projector): Promis
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`projector-install:${family}`]);
     await client.query('SET LOCAL search_path = public');
     await client.query(projector.schemaSql);
+    if (projector.queryIndexSql) await client.query(projector.queryIndexSql);
     const recorded = await recordedPartitionCount(client, family);
     if (recorded !== undefined && recorded !== count) return;
     // NOT EXISTS, not ON CONFLICT alone: the conflict check waits for a batch in flight, which has already

@@ -20,6 +20,12 @@ export interface Projector {
   readonly eventTypes: readonly string[];
   readonly tables: readonly string[];
   readonly schemaSql: string;
+  /**
+   * Indexes only the read API's queries use: `apply` never reads through them. Installing creates them with
+   * the tables; a replay into a fresh schema creates them once at its end, which costs far less than
+   * keeping them up row by row while every event is applied.
+   */
+  readonly queryIndexSql?: string;
   apply(events: readonly RecordedEvent[], db: PoolClient): Promise<void>;
   /**
    * Set when the read model holds history the event store no longer has (it follows events with a

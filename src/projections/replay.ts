@@ -8,7 +8,8 @@ import type { Projector } from './projector.js';
  * order into them from the start, batch by batch, up to the head visible now. Returns where it stopped and
  * how many events it applied. A rebuild starts this way; tests and `devcloud soak` use it to compare a live
  * read model with a clean replay of the same events. Its batches commit without waiting for the WAL
- * flush: whoever uses the copy commits durably afterwards (a rebuild's swap flushes them with it).
+ * flush: whoever uses the copy commits durably afterwards (a rebuild's swap flushes them with it). The
+ * projector's query indexes are built after the last batch, in one pass each.
  */
 export async function replayIntoSchema(
   pool: Pool,
@@ -34,6 +35,8 @@ export async function replayIntoSchema(
       }),
     options,
   );
+  const { queryIndexSql } = projector;
+  if (queryIndexSql) await inSchema(pool, schema, (client) => client.query(queryIndexSql));
   return caughtUp;
 }
 

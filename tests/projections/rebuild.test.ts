@@ -5,6 +5,8 @@ import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.j
 import { auditProjector } from '../../src/projections/audit/projector.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
+import { replayIntoSchema } from '../../src/projections/replay.js';
+import type { Pool, PoolClient } from '../../src/infra/postgres/pool.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 
@@ -50,8 +52,19 @@ describe('devcloud projections rebuild', () => {
     await closeEventStore({ db, store });
   });
 
+  /** The indexes of `schema.audit_log`, by name. */
+  async function auditIndexes(schema: string, client: Pool | PoolClient = db.pool) {
+    const { rows } = await client.query<{ indexname: string }>(
+      `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 'audit_log' ORDER BY 1`,
+      [schema],
+    );
+    return rows.map((r) => r.indexname);
+  }
+
   it('keeps readers of the projection getting complete answers while it runs, then swaps in an identical table', async function () {
     this.timeout(120_000);
+    const indexesBefore = await auditIndexes('public');
+    expect(indexesBefore).to.include.members(['audit_log_stream', 'audit_log_type_time']);
     const before = (
       await db.pool.query('SELECT position, event_id, event_type, data FROM audit_log ORDER BY position')
     ).rows;
@@ -86,9 +99,34 @@ describe('devcloud projections rebuild', () => {
       await db.pool.query('SELECT position, event_id, event_type, data FROM audit_log ORDER BY position')
     ).rows;
     expect(after).to.deep.equal(before);
+    expect(await auditIndexes('public'), 'the swapped-in table has every index').to.deep.equal(indexesBefore);
     expect((await readCheckpoint(db.pool, 'audit'))!.position).to.equal(await store.headPosition());
     const shadows = await db.pool.query(`SELECT 1 FROM pg_namespace WHERE nspname LIKE 'rebuild_%'`);
     expect(shadows.rowCount, 'the shadow schema is gone').to.equal(0);
+  });
+
+  it('replays without the query indexes and builds them after the last batch', async function () {
+    this.timeout(120_000);
+    const audit = auditProjector();
+    const seenWhileApplying: string[][] = [];
+    const watched = {
+      ...audit,
+      async apply(...[events, client]: Parameters<typeof audit.apply>) {
+        seenWhileApplying.push(await auditIndexes('replay_query_indexes', client));
+        return audit.apply(events, client);
+      },
+    };
+    const replayed = await replayIntoSchema(db.pool, store, watched, 'replay_query_indexes', {
+      batchSize: 5000,
+    });
+    try {
+      expect(replayed.applied).to.equal(total);
+      expect(seenWhileApplying, 'one look per batch').to.have.length(total / 5000);
+      for (const seen of seenWhileApplying) expect(seen).to.deep.equal(['audit_log_pkey']);
+      expect(await auditIndexes('replay_query_indexes')).to.deep.equal(await auditIndexes('public'));
+    } finally {
+      await db.pool.query('DROP SCHEMA replay_query_indexes CASCADE');
+    }
   });
 
   it('refuses to rebuild a read model that outlives the readings, with a one-line reason', async () => {

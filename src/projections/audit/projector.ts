@@ -3,6 +3,7 @@ import { eventTypes } from '../../domain/events/index.js';
 import type { Projector } from '../projector.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
+const queryIndexSql = readFileSync(new URL('./query-indexes.sql', import.meta.url), 'utf8');
 
 // Replaying a batch twice is harmless: a position already present is left as it is.
 const INSERT_AUDIT_ROWS = `
@@ -36,6 +37,7 @@ export function auditProjector(
     eventTypes: types,
     tables: ['audit_log'],
     schemaSql,
+    queryIndexSql,
     async apply(events, db) {
       await db.query(INSERT_AUDIT_ROWS, [
         events.map((e) => e.position),

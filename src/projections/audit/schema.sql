@@ -9,5 +9,3 @@ CREATE TABLE IF NOT EXISTS audit_log (
   data jsonb NOT NULL,
   metadata jsonb NOT NULL
 );
-CREATE INDEX IF NOT EXISTS audit_log_stream ON audit_log (stream_name, stream_revision);
-CREATE INDEX IF NOT EXISTS audit_log_type_time ON audit_log (event_type, recorded_at);

@@ -4,6 +4,7 @@ import type { PoolClient } from '../../infra/postgres/pool.js';
 import type { Projector } from '../projector.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
+const queryIndexSql = readFileSync(new URL('./query-indexes.sql', import.meta.url), 'utf8');
 
 /** Numbered like devices (see devices/projector.ts): serialised by the checkpoint lock, gap-free on replay. */
 const INSERT_ACCEPTED = `
@@ -52,6 +53,7 @@ export function commandsProjector(): Projector {
     eventTypes: ['CommandAccepted', 'CommandSent', ...Object.keys(FINAL)],
     tables: ['commands'],
     schemaSql,
+    queryIndexSql,
     async apply(events, db) {
       const accepted: Extract<CommandEvent, { type: 'CommandAccepted' }>['data'][] = [];
       const progress = new Map<string, Progress>();

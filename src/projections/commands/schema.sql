@@ -18,5 +18,3 @@ CREATE TABLE IF NOT EXISTS commands (
   attempts integer NOT NULL,
   outcome jsonb
 );
-CREATE INDEX IF NOT EXISTS commands_by_device ON commands (project_id, device_id, seq);
-CREATE INDEX IF NOT EXISTS commands_by_device_status ON commands (project_id, device_id, status, seq);

@@ -4,6 +4,7 @@ import type { RecordedEvent } from '../../eventstore/port.js';
 import type { Projector } from '../projector.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
+const queryIndexSql = readFileSync(new URL('./query-indexes.sql', import.meta.url), 'utf8');
 
 /**
  * Numbers new devices after the highest seq so far, in batch order. Writers of this table are serialised
@@ -50,6 +51,7 @@ export function devicesProjector(): Projector {
     ],
     tables: ['devices'],
     schemaSql,
+    queryIndexSql,
     async apply(events, db) {
       // A device's later events always follow its registration in the global order, so inserting the
       // batch's registrations first and then folding its changes per device is the same as one by one.

@@ -19,7 +19,3 @@ CREATE TABLE IF NOT EXISTS devices (
   created_at timestamptz NOT NULL,
   revision bigint NOT NULL
 );
-CREATE INDEX IF NOT EXISTS devices_by_project ON devices (project_id, seq);
-CREATE INDEX IF NOT EXISTS devices_by_status ON devices (project_id, status, seq);
-CREATE INDEX IF NOT EXISTS devices_by_site ON devices (project_id, site_id, seq);
-CREATE INDEX IF NOT EXISTS devices_by_model ON devices (project_id, product_model, seq);
