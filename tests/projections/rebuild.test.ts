@@ -7,6 +7,7 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
 import { replayIntoSchema } from '../../src/projections/replay.js';
 import type { Pool, PoolClient } from '../../src/infra/postgres/pool.js';
+import { watchingBatches } from '../support/batch-watch.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 
@@ -107,16 +108,10 @@ describe('devcloud projections rebuild', () => {
 
   it('replays without the query indexes and builds them after the last batch', async function () {
     this.timeout(120_000);
-    const audit = auditProjector();
-    const seenWhileApplying: string[][] = [];
-    const watched = {
-      ...audit,
-      async apply(...[events, client]: Parameters<typeof audit.apply>) {
-        seenWhileApplying.push(await auditIndexes('replay_query_indexes', client));
-        return audit.apply(events, client);
-      },
-    };
-    const replayed = await replayIntoSchema(db.pool, store, watched, 'replay_query_indexes', {
+    const { projector, seen: seenWhileApplying } = watchingBatches(auditProjector(), (client) =>
+      auditIndexes('replay_query_indexes', client),
+    );
+    const replayed = await replayIntoSchema(db.pool, store, projector, 'replay_query_indexes', {
       batchSize: 5000,
     });
     try {

@@ -11,6 +11,7 @@ import { installProjector, readCheckpoint } from '../../src/projections/checkpoi
 import { RebuildRefused } from '../../src/projections/projector.js';
 import { rebuildProjector } from '../../src/projections/rebuild.js';
 import { commitBatch, runProjector } from '../../src/projections/runner.js';
+import { watchingBatches } from '../support/batch-watch.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
@@ -265,16 +266,10 @@ describe('projection runner', () => {
 
   it('replays a rebuild without waiting for the WAL flush per batch, and projects live batches durably', async () => {
     await appendMany(store, 3, 10);
-    const base = tallyProjector(TYPES);
-    const settings: string[] = [];
-    const projector = {
-      ...base,
-      async apply(events: Parameters<typeof base.apply>[0], client: Parameters<typeof base.apply>[1]) {
-        const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
-        settings.push(rows[0]!.synchronous_commit);
-        return base.apply(events, client);
-      },
-    };
+    const { projector, seen: settings } = watchingBatches(tallyProjector(TYPES), async (client) => {
+      const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+      return rows[0]!.synchronous_commit;
+    });
     await catchUpProjector(db.pool, store, projector, 10);
     expect(settings, 'live batches').to.deep.equal(['on', 'on', 'on']);
     settings.length = 0;
