@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -19,7 +18,16 @@ import { allProjectors } from '../src/runtime/projectors.js';
 import { adoptSimulatedFleet } from '../tests/support/edge-agent.js';
 import { freePort } from '../src/infra/ports.js';
 import { CpuMeter, processCpuUs, processTree, round, rssMiB } from './cpu.js';
-import { BENCH_APPLICATION, benchDatabase, ceilings, machine, percentiles, report } from './support.js';
+import { undoable } from './interrupt.js';
+import {
+  BENCH_APPLICATION,
+  benchDatabase,
+  benchDirectory,
+  ceilings,
+  machine,
+  percentiles,
+  report,
+} from './support.js';
 
 /**
  * End-to-end ingest, as `npm start` runs it: the service is started as its own process
@@ -78,7 +86,8 @@ interface Sample {
 async function ingestAt(offered: number): Promise<boolean> {
   const db = await benchDatabase();
   const store = new PostgresEventStore(db.pool, { connectionString: db.url });
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-bench-'));
+  const scratch = await benchDirectory('devcloud-bench-');
+  const dataDir = scratch.path;
   const context = {
     machine: machine(),
     postgres: db.serverVersion,
@@ -226,7 +235,7 @@ async function ingestAt(offered: number): Promise<boolean> {
     await service?.stop();
     await store.close();
     await db.drop();
-    await rm(dataDir, { recursive: true, force: true });
+    await scratch.remove();
   }
 }
 
@@ -288,6 +297,14 @@ async function startServiceProcess(options: {
     },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = undoable(async () => {
+    child.kill('SIGTERM');
+    const stopped = await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)]);
+    if (!stopped) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
   const deadline = Date.now() + 60_000;
   for (;;) {
     const healthy = await fetch(`http://127.0.0.1:${httpPort}/health`).then(
@@ -297,21 +314,12 @@ async function startServiceProcess(options: {
     if (healthy) break;
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
+      await stop();
       throw new Error('the service process did not become healthy');
     }
     await sleep(100);
   }
-  return {
-    pid: child.pid!,
-    async stop() {
-      child.kill('SIGTERM');
-      const stopped = await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)]);
-      if (!stopped) {
-        child.kill('SIGKILL');
-        await exited;
-      }
-    },
-  };
+  return { pid: child.pid!, stop };
 }
 
 const CHECKPOINTS = `SELECT projector, position FROM projection.checkpoints WHERE projector = ANY ($1::text[])`;

@@ -1,9 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { readFile, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { parseSse } from '../examples/live-client/sse.js';
@@ -13,7 +11,8 @@ import { ClientSecretHasher } from '../src/identity/secret-hash.js';
 import { freePort } from '../src/infra/ports.js';
 import { requestToken } from '../tests/support/tenants.js';
 import { provisionFleet, reply } from './ingest.bench.js';
-import { benchDatabase, machine, report } from './support.js';
+import { undoable } from './interrupt.js';
+import { benchDatabase, benchDirectory, machine, report } from './support.js';
 
 /**
  * Live stream under load: STREAMS concurrent SSE streams, each following one device, while the simulated
@@ -33,10 +32,11 @@ const WARMUP_SECONDS = 5;
 export async function liveBenchmarks(): Promise<void> {
   const db = await benchDatabase();
   const store = new PostgresEventStore(db.pool, { connectionString: db.url });
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-bench-live-'));
+  const scratch = await benchDirectory('devcloud-bench-live-');
+  const dataDir = scratch.path;
   const mqttPort = await freePort();
   const httpPort = await freePort();
-  let server: ChildProcess | undefined;
+  let stopServer = async () => {};
   let load: Worker | undefined;
   const streams = new AbortController();
   try {
@@ -47,7 +47,7 @@ export async function liveBenchmarks(): Promise<void> {
       authMethod: 'post',
     });
     const devices = await adoptedDevices(store);
-    server = spawn(process.execPath, ['bin/devcloud.js', 'serve'], {
+    const server = spawn(process.execPath, ['bin/devcloud.js', 'serve'], {
       env: {
         ...process.env,
         DATABASE_URL: db.url,
@@ -63,6 +63,11 @@ export async function liveBenchmarks(): Promise<void> {
         METRICS_TOKEN: SCRAPER_TOKEN,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    stopServer = undoable(async () => {
+      if (server.exitCode !== null) return;
+      server.kill('SIGTERM');
+      await Promise.race([once(server, 'exit'), sleep(20_000)]);
     });
     const baseUrl = `http://127.0.0.1:${httpPort}`;
     for (const deadline = Date.now() + 120_000; ;) {
@@ -121,7 +126,7 @@ export async function liveBenchmarks(): Promise<void> {
     const rss: number[] = [];
     const heapUsed: number[] = [];
     const sample = async () => {
-      rss.push(await rssMiB(server!.pid!));
+      rss.push(await rssMiB(server.pid!));
       heapUsed.push(await heapUsedMiB(baseUrl));
     };
     await sample();
@@ -183,13 +188,10 @@ export async function liveBenchmarks(): Promise<void> {
       await Promise.race([reply(load, 'stopped').catch(() => undefined), sleep(10_000)]);
       await load.terminate();
     }
-    if (server && server.exitCode === null) {
-      server.kill('SIGTERM');
-      await Promise.race([once(server, 'exit'), sleep(20_000)]);
-    }
+    await stopServer();
     await store.close();
     await db.drop();
-    await rm(dataDir, { recursive: true, force: true });
+    await scratch.remove();
   }
 }
 

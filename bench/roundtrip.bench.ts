@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { agentFilesFor } from '../src/agents/agent-files.js';
@@ -21,7 +19,7 @@ import { startService } from '../src/runtime/service.js';
 import { adoptSimulatedFleet } from '../tests/support/edge-agent.js';
 import { freePort } from '../src/infra/ports.js';
 import { requestToken } from '../tests/support/tenants.js';
-import { benchDatabase, machine, report } from './support.js';
+import { benchDatabase, benchDirectory, machine, report } from './support.js';
 
 /**
  * The command round trip, one command at a time: POST /v1/devices/{id}/commands through the API, the
@@ -36,7 +34,8 @@ const STATE = `SELECT value, server_time FROM device_state WHERE device_id = $1 
 
 export async function roundTripBenchmarks(): Promise<void> {
   const db = await benchDatabase();
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-bench-rt-'));
+  const scratch = await benchDirectory('devcloud-bench-rt-');
+  const dataDir = scratch.path;
   const port = await freePort();
   const logger = createLogger('warn', process.stderr);
   const config = loadConfig({
@@ -153,7 +152,7 @@ export async function roundTripBenchmarks(): Promise<void> {
     await sim?.stop(1000);
     await service.stop();
     await db.drop();
-    await rm(dataDir, { recursive: true, force: true });
+    await scratch.remove();
   }
 }
 

@@ -14,6 +14,7 @@ import { liveBenchmarks } from './live.bench.js';
 import { retentionBenchmarks } from './retention.bench.js';
 import { roundTripBenchmarks } from './roundtrip.bench.js';
 import { scaleOutBenchmarks } from './scale-out.bench.js';
+import { undoOnSignals, untilStopped } from './interrupt.js';
 import { releaseBenchServer } from './support.js';
 import { telemetryBenchmarks } from './telemetry.bench.js';
 
@@ -30,11 +31,17 @@ const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
 ];
 
 const only = process.env.BENCH_ONLY?.split(',');
+// Stopped early, the run still stops what it started, the embedded cluster last (interrupt.ts).
+undoOnSignals(releaseBenchServer);
 try {
   for (const [name, aliases, run] of groups) {
     if (only && !only.includes(name) && !aliases.some((a) => only.includes(a))) continue;
     await run();
   }
+} catch (error) {
+  // A benchmark failing because the run was interrupted under it: the undo finishes and exits.
+  await untilStopped();
+  throw error;
 } finally {
   await releaseBenchServer();
 }

@@ -1,6 +1,3 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
@@ -16,7 +13,8 @@ import { projectorsCaughtUp } from '../src/soak/settle.js';
 import { round } from './cpu.js';
 import { provisionFleet, reply } from './ingest.bench.js';
 import { REDIS_URL, dropNamespace, redisReachable } from '../tests/support/redis.js';
-import { benchDatabase, machine, report } from './support.js';
+import { undoable } from './interrupt.js';
+import { benchDatabase, benchDirectory, machine, report } from './support.js';
 
 /**
  * The scale-out topology (src/scale-out/topology.ts) with 1 or 2 broker nodes and 1 or 2 projector
@@ -67,9 +65,13 @@ export async function scaleOutBenchmarks(): Promise<void> {
 async function runShape(shape: Shape): Promise<void> {
   const db = await benchDatabase();
   const store = new PostgresEventStore(db.pool, { connectionString: db.url });
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'devcloud-bench-scale-'));
+  const scratch = await benchDirectory('devcloud-bench-scale-');
+  const dataDir = scratch.path;
   const namespace = `devcloud_bench_${process.pid}_${Date.now()}`;
-  let topology: Topology | undefined;
+  const forgetNamespace = undoable(async () => {
+    if (shape.redis) await dropNamespace(namespace);
+  });
+  let stopTopology = async () => {};
   let load: Worker | undefined;
   try {
     const { agents } = await provisionFleet(store, dataDir, 8883, AGENTS, DEVICES);
@@ -77,7 +79,7 @@ async function runShape(shape: Shape): Promise<void> {
     // measurement starts from a service that is up to date.
     for (const projector of allProjectors({ state: PARTITIONS, telemetry: PARTITIONS }))
       await catchUpProjector(db.pool, store, projector);
-    topology = await Topology.start({
+    const topology = await Topology.start({
       databaseUrl: db.url,
       dataDir,
       redisUrl: shape.redis ? REDIS_URL : undefined,
@@ -89,6 +91,7 @@ async function runShape(shape: Shape): Promise<void> {
       partitions: PARTITIONS,
       heartbeatMs: 5000,
     });
+    stopTopology = undoable(() => topology.stop());
     const ports = topology.mqttPorts;
     const dialing = agents.map((files, i) => ({
       ...files,
@@ -172,11 +175,11 @@ async function runShape(shape: Shape): Promise<void> {
     });
   } finally {
     await load?.terminate();
-    await topology?.stop();
+    await stopTopology();
     await store.close();
     await db.drop();
-    await rm(dataDir, { recursive: true, force: true });
-    if (shape.redis) await dropNamespace(namespace);
+    await scratch.remove();
+    await forgetNamespace();
   }
 }
 

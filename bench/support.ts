@@ -12,6 +12,7 @@ import {
 import { migrate } from '../src/infra/postgres/migrate.js';
 import { createPool, type Pool } from '../src/infra/postgres/pool.js';
 import { freePort } from '../src/infra/ports.js';
+import { undoable } from './interrupt.js';
 
 /** application_name of the bench's own connections, so CPU meters can leave them out. */
 export const BENCH_APPLICATION = 'devcloud-bench';
@@ -26,33 +27,42 @@ export const ceilings = new Map<string, number>();
  * The embedded cluster the benchmarks share while `npm run bench` runs: under DATA_DIR when set, else in a
  * temporary directory of this run's (removed at the end), on a free port, so two runs never share one.
  */
-let embedded: Promise<{ cluster: EmbeddedDatabase; scratch?: string }> | undefined;
+let embedded: Promise<EmbeddedDatabase> | undefined;
+let scratch: string | undefined;
 
 function embeddedServer() {
   embedded ??= (async () => {
-    const scratch = process.env.DATA_DIR
-      ? undefined
-      : await mkdtemp(path.join(os.tmpdir(), 'devcloud-bench-db-'));
-    // As root, PostgreSQL runs as `postgres`, which must reach the cluster directory.
-    if (scratch) await chmod(scratch, 0o755);
-    const cluster = await startEmbeddedPostgres({
+    if (!process.env.DATA_DIR) {
+      scratch = await mkdtemp(path.join(os.tmpdir(), 'devcloud-bench-db-'));
+      // As root, PostgreSQL runs as `postgres`, which must reach the cluster directory.
+      await chmod(scratch, 0o755);
+    }
+    return startEmbeddedPostgres({
       dataDir: path.resolve(process.env.DATA_DIR ?? scratch!),
       port: await freePort(),
       logger: createLogger('warn', process.stderr),
       databaseName: 'postgres',
     });
-    return { cluster, scratch };
   })();
   return embedded;
 }
 
-/** Stops the embedded cluster if this run started one, and removes its temporary directory. */
-export async function releaseBenchServer(): Promise<void> {
-  if (!embedded) return;
-  const { cluster, scratch } = await embedded;
-  embedded = undefined;
-  await cluster.stop();
-  if (scratch) await rm(scratch, { recursive: true, force: true });
+let released: Promise<void> | undefined;
+
+/**
+ * Stops the embedded cluster if this run started one, and removes its temporary directory; once, however
+ * often it is called (the end of the run and an interrupt may both ask).
+ */
+export function releaseBenchServer(): Promise<void> {
+  released ??= (async () => {
+    try {
+      if (embedded) await (await embedded).stop();
+    } finally {
+      // Also when starting or stopping failed: after Ctrl-C the cluster has had SIGINT too.
+      if (scratch) await rm(scratch, { recursive: true, force: true });
+    }
+  })();
+  return released;
 }
 
 /** A throw-away database for one benchmark: on DATABASE_URL's server, or the embedded cluster. */
@@ -62,7 +72,7 @@ export async function benchDatabase(): Promise<{
   serverVersion: string;
   drop(): Promise<void>;
 }> {
-  const adminUrl = process.env.DATABASE_URL ?? (await embeddedServer()).cluster.url;
+  const adminUrl = process.env.DATABASE_URL ?? (await embeddedServer()).url;
   const name = `devcloud_bench_${randomBytes(4).toString('hex')}`;
   await ensureDatabase(adminUrl, name);
   const u = new URL(adminUrl);
@@ -76,14 +86,20 @@ export async function benchDatabase(): Promise<{
     url,
     pool,
     serverVersion,
-    async drop() {
+    drop: undoable(async () => {
       await pool.end();
       const admin = new pg.Client({ connectionString: adminUrl });
       await admin.connect();
       await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await admin.end();
-    },
+    }),
   };
+}
+
+/** A temporary directory for one benchmark, removed by `remove()` or when the run is interrupted. */
+export async function benchDirectory(prefix: string): Promise<{ path: string; remove(): Promise<void> }> {
+  const made = await mkdtemp(path.join(os.tmpdir(), prefix));
+  return { path: made, remove: undoable(() => rm(made, { recursive: true, force: true })) };
 }
 
 export function machine() {

@@ -1,0 +1,162 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { chmod, readdir } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import { processTree } from '../../bench/cpu.js';
+import { tempDirectory } from '../support/run-directory.js';
+
+/**
+ * `npm run bench` stopped early (bench/interrupt.ts) stops what it started: the embedded PostgreSQL, the
+ * service process of the end-to-end bench, their temporary directories. Each case first sees those running,
+ * then signals, then checks that none of them is left.
+ */
+describe('an interrupted benchmark run', function () {
+  this.timeout(180_000);
+  // What a case saw running, so that a failing case does not leave it behind either.
+  let seen: { pid: number; command: string }[] = [];
+  afterEach(() => {
+    for (const p of seen.filter((s) => alive(s.pid))) {
+      // A postmaster stops its backends on SIGINT (fast shutdown); anything else is simply killed.
+      process.kill(p.pid, isPostmaster(p.command) ? 'SIGINT' : 'SIGKILL');
+    }
+    seen = [];
+  });
+
+  interface Bench {
+    readonly child: ChildProcess;
+    readonly tmp: string;
+    readonly exited: Promise<number | null>;
+    stderr: string;
+  }
+
+  async function startBench(env: NodeJS.ProcessEnv, options: { detached?: boolean } = {}): Promise<Bench> {
+    const tmp = await tempDirectory('bench-interrupt');
+    await chmod(tmp, 0o755); // as root, PostgreSQL runs as `postgres`, which must reach its cluster in here
+    const { DATABASE_URL: _server, ...rest } = process.env;
+    const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts'], {
+      env: { ...rest, TMPDIR: tmp, LOG_LEVEL: 'warn', ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+      detached: options.detached,
+    });
+    const bench: Bench = {
+      child,
+      tmp,
+      exited: new Promise((resolve) =>
+        child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))),
+      ),
+      stderr: '',
+    };
+    child.stderr!.on('data', (c: Buffer) => (bench.stderr += c.toString()));
+    return bench;
+  }
+
+  /**
+   * What the bench started, with command lines, once `ready` holds for them (60 s at most): its descendants,
+   * and its embedded cluster, which pg_ctl detaches (the postmaster's parent is init), found by its data
+   * directory under the bench's TMPDIR, with the postmaster's own children.
+   */
+  async function startedOnce(
+    bench: Bench,
+    ready: (commands: string[]) => boolean,
+  ): Promise<{ pid: number; command: string }[]> {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const clusters = pidsWhere((command) => command.includes(` -D ${bench.tmp}/devcloud-bench-db-`));
+      const tree = [...new Set([bench.child.pid!, ...clusters].flatMap((root) => processTree(root)))]
+        .filter((pid) => pid !== bench.child.pid)
+        .map((pid) => ({ pid, command: commandOf(pid) }));
+      seen = tree;
+      if (ready(tree.map((p) => p.command))) return tree;
+      if (bench.child.exitCode !== null) throw new Error(`the bench ended first: ${bench.stderr}`);
+      if (Date.now() > deadline) throw new Error(`not ready in time: ${JSON.stringify(tree)}`);
+      await sleep(100);
+    }
+  }
+
+  async function exitCode(bench: Bench): Promise<number | null> {
+    const patience = new AbortController();
+    const code = await Promise.race([
+      bench.exited,
+      sleep(90_000, 'timeout' as const, { signal: patience.signal }).catch(() => undefined),
+    ]).finally(() => patience.abort());
+    if (code === 'timeout') {
+      bench.child.kill('SIGKILL');
+      throw new Error(`the bench did not stop within 90 s: ${bench.stderr}`);
+    }
+    return code ?? null;
+  }
+
+  /** What the run made in its TMPDIR (tsx keeps a cache of its own there). */
+  const benchDirectories = async (bench: Bench) =>
+    (await readdir(bench.tmp)).filter((name) => name.startsWith('devcloud-bench-'));
+
+  const isPostmaster = (command: string) =>
+    command.includes(' -D ') && command.includes('devcloud-bench-db-');
+  const isService = (command: string) => /devcloud\.js serve/.test(command);
+
+  it('on SIGTERM to the bench alone, stops its service process and embedded PostgreSQL and removes their directories', async () => {
+    const bench = await startBench({
+      BENCH_ONLY: 'e2e',
+      BENCH_AGENTS: '1',
+      BENCH_DEVICES: '1',
+      BENCH_INGEST_RATES: '10',
+      BENCH_INGEST_SECONDS: '600',
+    });
+    // Mid-run: the cluster is up and the service has started its projector process.
+    const running = await startedOnce(
+      bench,
+      (commands) => commands.some(isPostmaster) && commands.filter(isService).length >= 2,
+    );
+    expect(await benchDirectories(bench)).to.have.length.greaterThan(0);
+
+    bench.child.kill('SIGTERM');
+    expect(await exitCode(bench), bench.stderr).to.equal(143);
+
+    expect(bench.stderr).to.include('bench: SIGTERM: stopping what this run started');
+    expect(running.filter((p) => alive(p.pid))).to.deep.equal([]);
+    expect(await benchDirectories(bench)).to.deep.equal([]);
+  });
+
+  it('on Ctrl-C (SIGINT to its process group), stops the embedded PostgreSQL and removes its directory', async () => {
+    const bench = await startBench({ BENCH_ONLY: 'telemetry' }, { detached: true });
+    // Mid-run: the cluster is up and serves the bench's database.
+    const running = await startedOnce(
+      bench,
+      (commands) =>
+        commands.some(isPostmaster) && commands.some((c) => /^postgres: .*devcloud_bench_/.test(c)),
+    );
+
+    process.kill(-bench.child.pid!, 'SIGINT');
+    expect(await exitCode(bench), bench.stderr).to.equal(130);
+
+    expect(bench.stderr).to.include('bench: SIGINT: stopping what this run started');
+    expect(running.filter((p) => alive(p.pid))).to.deep.equal([]);
+    expect(await benchDirectories(bench)).to.deep.equal([]);
+  });
+});
+
+function pidsWhere(matches: (command: string) => boolean): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .map(Number)
+    .filter((pid) => matches(commandOf(pid)));
+}
+
+function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+/** Running, not merely a zombie waiting to be reaped by whoever adopted it. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
