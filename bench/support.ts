@@ -58,7 +58,7 @@ export function releaseBenchServer(): Promise<void> {
     try {
       if (embedded) await (await embedded).stop();
     } finally {
-      // Also when starting or stopping failed: after Ctrl-C the cluster has had SIGINT too.
+      // Also when starting or stopping failed (interrupted, say): nothing of the run's stays behind.
       if (scratch) await rm(scratch, { recursive: true, force: true });
     }
   })();

@@ -26,7 +26,8 @@ describe('an interrupted benchmark run', function () {
   interface Bench {
     readonly child: ChildProcess;
     readonly tmp: string;
-    readonly exited: Promise<number | null>;
+    /** Its exit code, or the signal that ended it. */
+    readonly exited: Promise<number | NodeJS.Signals | null>;
     stderr: string;
   }
 
@@ -42,9 +43,7 @@ describe('an interrupted benchmark run', function () {
     const bench: Bench = {
       child,
       tmp,
-      exited: new Promise((resolve) =>
-        child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))),
-      ),
+      exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal))),
       stderr: '',
     };
     child.stderr!.on('data', (c: Buffer) => (bench.stderr += c.toString()));
@@ -74,7 +73,7 @@ describe('an interrupted benchmark run', function () {
     }
   }
 
-  async function exitCode(bench: Bench): Promise<number | null> {
+  async function exitCode(bench: Bench): Promise<number | NodeJS.Signals | null> {
     const patience = new AbortController();
     const code = await Promise.race([
       bench.exited,
@@ -95,7 +94,8 @@ describe('an interrupted benchmark run', function () {
     command.includes(' -D ') && command.includes('devcloud-bench-db-');
   const isService = (command: string) => /devcloud\.js serve/.test(command);
 
-  it('on SIGTERM to the bench alone, stops its service process and embedded PostgreSQL and removes their directories', async () => {
+  /** An end-to-end run of one agent, long enough never to end by itself, once its service is up. */
+  async function endToEndRunUnderWay() {
     const bench = await startBench({
       BENCH_ONLY: 'e2e',
       BENCH_AGENTS: '1',
@@ -103,11 +103,16 @@ describe('an interrupted benchmark run', function () {
       BENCH_INGEST_RATES: '10',
       BENCH_INGEST_SECONDS: '600',
     });
-    // Mid-run: the cluster is up and the service has started its projector process.
+    // Under way: the cluster is up and the service has started its projector process.
     const running = await startedOnce(
       bench,
       (commands) => commands.some(isPostmaster) && commands.filter(isService).length >= 2,
     );
+    return { bench, running };
+  }
+
+  it('on SIGTERM to the bench alone, stops its service process and embedded PostgreSQL and removes their directories', async () => {
+    const { bench, running } = await endToEndRunUnderWay();
     expect(await benchDirectories(bench)).to.have.length.greaterThan(0);
 
     bench.child.kill('SIGTERM');
@@ -133,6 +138,19 @@ describe('an interrupted benchmark run', function () {
     expect(bench.stderr).to.include('bench: SIGINT: stopping what this run started');
     expect(running.filter((p) => alive(p.pid))).to.deep.equal([]);
     expect(await benchDirectories(bench)).to.deep.equal([]);
+  });
+
+  it('ends at once on a second signal, of either kind, while it is still stopping', async () => {
+    const { bench } = await endToEndRunUnderWay();
+
+    bench.child.kill('SIGTERM');
+    for (const deadline = Date.now() + 30_000; !bench.stderr.includes('stopping what this run started');) {
+      if (Date.now() > deadline) throw new Error(`no sign of stopping: ${bench.stderr}`);
+      await sleep(20);
+    }
+    bench.child.kill('SIGINT');
+    // Ended by the second signal itself: had the undo finished first, the exit code would be 143.
+    expect(await exitCode(bench), bench.stderr).to.equal('SIGINT');
   });
 });
 
