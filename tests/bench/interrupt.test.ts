@@ -17,8 +17,12 @@ describe('an interrupted benchmark run', function () {
   let seen: { pid: number; command: string }[] = [];
   afterEach(() => {
     for (const p of seen.filter((s) => alive(s.pid))) {
-      // A postmaster stops its backends on SIGINT (fast shutdown); anything else is simply killed.
-      process.kill(p.pid, isPostmaster(p.command) ? 'SIGINT' : 'SIGKILL');
+      try {
+        // A postmaster stops its backends on SIGINT (fast shutdown); anything else is simply killed.
+        process.kill(p.pid, isPostmaster(p.command) ? 'SIGINT' : 'SIGKILL');
+      } catch {
+        // It ended between the look and the signal (a projector process follows its parent, say).
+      }
     }
     seen = [];
   });
