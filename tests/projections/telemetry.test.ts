@@ -9,7 +9,7 @@ import { stateProjector } from '../../src/projections/state/projector.js';
 import { readDeviceState } from '../../src/projections/state/queries.js';
 import { applyTelemetryRetention } from '../../src/projections/telemetry/retention.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
-import { readBuckets, readPointValues } from '../../src/projections/telemetry/queries.js';
+import { readBuckets, readPointsJson } from '../../src/projections/telemetry/queries.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { attachedPartitions, interruptConcurrentDetach } from '../support/partitions.js';
@@ -222,9 +222,10 @@ describe('state and telemetry projections', () => {
     ).to.deep.equal([[22, '2026-06-01T08:00:00.000Z', '2026-06-01T10:05:00.000Z']]);
   });
 
-  it('computes point values in the database exactly as the domain does, for every function but increase', async () => {
+  it('builds the points in the database with exactly the values the domain computes, for every function but increase', async () => {
     const projector = telemetryProjector();
-    const values = [3.5, -1.25, 7, 0.5, 2.75, 11, -4];
+    // With numbers whose shortest decimal form JavaScript and PostgreSQL write differently (exponents).
+    const values = [3.5, -1.25, 7, 0.5, 2.75, 11, -4, 1 / 3, 1e-7, 2.5e21, -0.000015];
     await recordReadings(
       store,
       ...values.map((value, i) => ({
@@ -255,12 +256,15 @@ describe('state and telemetry projections', () => {
             pointValue(b, aggregation, undefined),
           ]);
         const served = new Map(capabilities.map((c) => [c, aggregation]));
-        const fromDatabase = (await readPointValues(db.pool, { ...window, resolution, served })).map((v) => [
-          v.capability,
-          v.bucket,
-          v.samples,
-          v.value,
-        ]);
+        const points = JSON.parse(
+          `[${await readPointsJson(db.pool, { ...window, resolution, served })}]`,
+        ) as {
+          capability_key: string;
+          bucket: string;
+          samples: number;
+          value: number;
+        }[];
+        const fromDatabase = points.map((p) => [p.capability_key, p.bucket, p.samples, p.value]);
         expect(fromDatabase, `${resolution} ${aggregation}`).to.deep.equal(fromStats);
       }
     }

@@ -11,7 +11,7 @@ import {
 import type { Pool } from '../../infra/postgres/pool.js';
 import {
   readBuckets,
-  readPointValues,
+  readPointsJson,
   readPreviousLast,
   readRawReadings,
   type StoredBucket,
@@ -43,32 +43,29 @@ interface Window {
 }
 
 /**
- * Bucketed points of each capability, capability by capability in the order given, oldest bucket first.
- * Only buckets holding readings exist, so an empty bucket is simply absent. `aggregations` holds what was
- * served for each capability.
+ * Bucketed points of each capability, capability by capability in the order given, oldest bucket first, as
+ * the JSON text of the points array: the response passes it through as it is. Only buckets holding readings
+ * exist, so an empty bucket is simply absent. `aggregations` holds what was served for each capability.
  */
-export async function bucketPoints(
+export async function bucketPointsJson(
   pool: Pool,
   window: Window,
   resolution: BucketResolution,
   aggregations: ReadonlyMap<string, TelemetryAggregation>,
-): Promise<BucketPoint[]> {
+): Promise<string> {
   const increase = [...aggregations.values()].includes('increase');
-  if (resolution === '5m' || increase) return pointsFromStats(pool, window, resolution, aggregations);
-  // The common case: stored buckets, values computed by the database.
-  const values = await readPointValues(pool, {
+  if (resolution === '5m' || increase) {
+    return JSON.stringify(await pointsFromStats(pool, window, resolution, aggregations));
+  }
+  // The common case: stored buckets, points built by the database.
+  const items = await readPointsJson(pool, {
     deviceId: window.deviceId,
     resolution,
     from: new Date(window.fromMs),
     to: new Date(window.toMs),
     served: aggregations as ReadonlyMap<string, Exclude<TelemetryAggregation, 'increase'>>,
   });
-  return values.map((v) => ({
-    capability_key: v.capability,
-    bucket: v.bucket,
-    value: v.value,
-    samples: v.samples,
-  }));
+  return `[${items}]`;
 }
 
 /** 5-minute buckets and increase: whole bucket statistics, combined here. */

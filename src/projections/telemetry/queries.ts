@@ -1,7 +1,7 @@
 import type { BucketStats, StoredResolution, TelemetryAggregation } from '../../domain/readings/index.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { bind } from '../../infra/postgres/prepared.js';
-import { SELECT_BUCKETS, SELECT_POINT_VALUES, SELECT_PREVIOUS_LAST, SELECT_RAW } from './sql.js';
+import { SELECT_BUCKETS, SELECT_POINTS_JSON, SELECT_PREVIOUS_LAST, SELECT_RAW } from './sql.js';
 
 export interface StoredBucket extends BucketStats {
   readonly capability: string;
@@ -84,33 +84,25 @@ export async function readRawReadings(
   }));
 }
 
-export interface PointValue {
-  readonly capability: string;
-  /** Bucket start, ISO 8601 UTC with milliseconds. */
-  readonly bucket: string;
-  readonly samples: number;
-  readonly value: number;
-}
-
 /**
- * One value per bucket, computed in the database, capability by capability in the order of `served`, then
- * by start. For every function but increase (which needs the bucket before the window).
+ * The points of each served capability, in the order of `served`, then by bucket start, as the text of a
+ * JSON array's items (empty when there are none): `{"capability_key","bucket","value","samples"}` each,
+ * built by the database. For every function but increase (which needs the bucket before the window).
  */
-export async function readPointValues(
+export async function readPointsJson(
   pool: Pool,
   query: Omit<BucketQuery, 'capabilities'> & {
     readonly served: ReadonlyMap<string, Exclude<TelemetryAggregation, 'increase'>>;
   },
-): Promise<PointValue[]> {
-  const { rows } = await pool.query<[string, string, number, number]>({
-    ...bind(SELECT_POINT_VALUES[query.resolution], [
+): Promise<string> {
+  const { rows } = await pool.query<{ points: string }>(
+    bind(SELECT_POINTS_JSON[query.resolution], [
       query.deviceId,
       [...query.served.keys()],
       query.from,
       query.to,
       [...query.served.values()],
     ]),
-    rowMode: 'array',
-  });
-  return rows.map(([capability, bucket, samples, value]) => ({ capability, bucket, samples, value }));
+  );
+  return rows[0]!.points;
 }
