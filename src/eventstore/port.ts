@@ -80,6 +80,12 @@ export interface SubscribeOptions {
   readonly signal?: AbortSignal;
   /** Upper bound on events delivered in one batch. */
   readonly batchSize?: number;
+  /**
+   * Work on a batch that may start before the batch is handed out: run on each page read ahead as soon as
+   * it arrives, while the subscriber still applies the page before it; its result comes with the batch as
+   * `prepared`. Adapters that do not read ahead never call it.
+   */
+  readonly prepare?: (events: readonly RecordedEvent[]) => unknown;
 }
 
 export interface Subscription {
@@ -95,6 +101,8 @@ export interface SubscriptionBatch {
   /** Position after this batch (including events the filter skipped); resume from here. */
   readonly checkpoint: string | undefined;
   readonly caughtUp: boolean;
+  /** What `prepare` (SubscribeOptions) made of these events, when it ran on them. */
+  readonly prepared?: unknown;
 }
 
 /** One retention batch: events of these types recorded before `before`, at most `batchSize` per type. */

@@ -26,7 +26,12 @@ export async function catchUpProjector(
   if (target === undefined) return;
   const beyond = (position: string) => store.comparePositions(position, target) > 0;
   const deadline = Date.now() + timeoutMs;
-  const pages = pageReader(store, { maxCount: batchSize, eventTypes: projector.eventTypes });
+  const pages = pageReader(
+    store,
+    { maxCount: batchSize, eventTypes: projector.eventTypes },
+    undefined,
+    projector.prepare?.bind(projector),
+  );
   for (let pause = 5; ;) {
     const position = (await readCheckpoint(pool, projector.name))?.position;
     if (position !== undefined && store.comparePositions(position, target) >= 0) return;
@@ -36,7 +41,8 @@ export async function catchUpProjector(
       // The next page is read while this one commits; another instance committing first makes it unused.
       if (!last && !page.atEnd) pages.readAhead(page.lastPosition);
       const events = page.events.filter((event) => !beyond(event.position));
-      await commitBatch(pool, projector, position, events, last ? target : page.lastPosition);
+      // What was prepared for the page is used only if `events` are still all of it (Projector.prepare).
+      await commitBatch(pool, projector, position, events, last ? target : page.lastPosition, page.prepared);
       continue;
     }
     if (Date.now() >= deadline) throw new Error(`projector ${projector.name}: ${target} not visible in time`);

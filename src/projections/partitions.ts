@@ -64,9 +64,10 @@ export function partitionsOf(partitionable: PartitionableProjector, count: numbe
       ...whole,
       name,
       partition: { family, index, count },
-      async apply(events, db) {
+      prepare: whole.prepare && ((events) => whole.prepare!(events.filter(mine))),
+      async apply(events, db, prepared) {
         const own = events.filter(mine);
-        if (own.length > 0) await whole.apply(own, db);
+        if (own.length > 0) await whole.apply(own, db, prepared);
       },
     } satisfies Projector;
   });

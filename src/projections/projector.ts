@@ -26,7 +26,13 @@ export interface Projector {
    * keeping them up row by row while every event is applied.
    */
   readonly queryIndexSql?: string;
-  apply(events: readonly RecordedEvent[], db: PoolClient): Promise<void>;
+  /**
+   * The part of applying a batch that needs no database, run ahead (while the batch before is still being
+   * applied) where the events are read ahead. Its result is handed back to `apply` with the same events,
+   * which must check it still holds and otherwise do the work itself: correctness never depends on it.
+   */
+  prepare?(events: readonly RecordedEvent[]): unknown;
+  apply(events: readonly RecordedEvent[], db: PoolClient, prepared?: unknown): Promise<void>;
   /**
    * Set when the read model holds history the event store no longer has (it follows events with a
    * retention, such as readings): a replay would silently lose that history, so rebuilds are refused.

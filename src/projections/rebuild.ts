@@ -61,8 +61,8 @@ export async function rebuildProjector(
     // The live projector commits only under this lock: from here on nothing it writes can fall between
     // the replay's last page and the swap.
     await lockCheckpoint(client, projector.name);
-    const tail = await replayPages(store, projector, position, options.batchSize, (events) =>
-      projector.apply(events, client),
+    const tail = await replayPages(store, projector, position, options.batchSize, (events, prepared) =>
+      projector.apply(events, client, prepared),
     );
     position = tail.position;
     applied += tail.applied;

@@ -27,11 +27,11 @@ export async function replayIntoSchema(
     projector,
     undefined,
     options.batchSize,
-    (events) =>
+    (events, prepared) =>
       inSchema(pool, schema, async (client) => {
         // A replay cut short starts again from scratch, so its batches need not wait for the WAL flush.
         await client.query('SET LOCAL synchronous_commit = off');
-        return projector.apply(events, client);
+        return projector.apply(events, client, prepared);
       }),
     options,
   );
@@ -49,17 +49,22 @@ export async function replayPages(
   projector: Projector,
   from: string | undefined,
   batchSize: number,
-  apply: (events: Parameters<Projector['apply']>[0]) => Promise<unknown>,
+  apply: (events: Parameters<Projector['apply']>[0], prepared: unknown) => Promise<unknown>,
   options: { signal?: AbortSignal; onBatch?: (applied: number) => void } = {},
 ): Promise<{ position: string | undefined; applied: number }> {
   let position = from;
   let applied = 0;
-  const pages = pageReader(store, { maxCount: batchSize, eventTypes: projector.eventTypes });
+  const pages = pageReader(
+    store,
+    { maxCount: batchSize, eventTypes: projector.eventTypes },
+    undefined,
+    projector.prepare?.bind(projector),
+  );
   for (;;) {
     if (options.signal?.aborted) throw new Error('replay aborted');
     const page = await pages.read(position);
     if (!page.atEnd) pages.readAhead(page.lastPosition);
-    if (page.events.length > 0) await apply(page.events);
+    if (page.events.length > 0) await apply(page.events, page.prepared);
     applied += page.events.length;
     if (page.lastPosition !== undefined) position = page.lastPosition;
     options.onBatch?.(applied);

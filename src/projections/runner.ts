@@ -88,12 +88,20 @@ async function projectWhileLeading(
       eventTypes: projector.eventTypes,
       signal: options.signal,
       batchSize: options.batchSize,
+      prepare: projector.prepare?.bind(projector),
     });
     let position = expected;
     let restart = false;
     for await (const batch of subscription) {
       if (batch.events.length === 0 && batch.checkpoint === position) continue;
-      const committed = await commitBatch(pool, projector, position, batch.events, batch.checkpoint);
+      const committed = await commitBatch(
+        pool,
+        projector,
+        position,
+        batch.events,
+        batch.checkpoint,
+        batch.prepared,
+      );
       if (!committed) {
         restart = true; // someone else moved the checkpoint (a rebuild swap): continue from theirs
         break;
@@ -112,12 +120,13 @@ export async function commitBatch(
   expected: string | undefined,
   events: Parameters<Projector['apply']>[0],
   next: string | undefined,
+  prepared?: unknown,
 ): Promise<boolean> {
   return inTransaction(pool, async (client) => {
     if (!(await advanceCheckpoint(client, projector.name, expected, next ?? expected, events.length))) {
       return false;
     }
-    if (events.length > 0) await projector.apply(events, client);
+    if (events.length > 0) await projector.apply(events, client, prepared);
     return true;
   });
 }

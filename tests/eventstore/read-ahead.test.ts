@@ -8,6 +8,7 @@ import { replayPages } from '../../src/projections/replay.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
+import { until } from '../support/edge-agent.js';
 
 async function appendTicks(store: EventStore, count: number) {
   const events = Array.from({ length: count }, (_, n) => ({ id: randomUUID(), type: 'Ticked', data: { n } }));
@@ -46,6 +47,33 @@ describe('reading pages of the global order one ahead', () => {
     expect(readAll.callCount).to.equal(4);
     expect(ticks(again.events)).to.deep.equal(ticks(second.events));
     expect(readAll.lastCall.args[0].after).to.equal(first.lastPosition);
+  });
+
+  it('prepares a page read ahead as soon as it arrives and hands the result over with it', async () => {
+    await appendTicks(store, 25);
+    const prepare = sinon.spy((events: readonly RecordedEvent[]) => ({ first: ticks(events)[0] }));
+    const pages = pageReader(store, { maxCount: 10, eventTypes: ['Ticked'] }, undefined, prepare);
+
+    const first = await pages.read(undefined);
+    expect(first.prepared, 'a page read when asked for is not prepared: nothing to overlap').to.equal(
+      undefined,
+    );
+    pages.readAhead(first.lastPosition);
+    // Before anyone asks for the page: its preparation overlaps the caller's work on the one before.
+    await until('the page read ahead is prepared', async () => prepare.called || undefined, 5000);
+    const second = await pages.read(first.lastPosition);
+    expect(prepare.callCount).to.equal(1);
+    expect(prepare.firstCall.args[0]).to.equal(second.events);
+    expect(second.prepared).to.deep.equal({ first: 10 });
+
+    // A preparation that fails leaves the page without: its consumer does the work itself.
+    const failing = pageReader(store, { maxCount: 10, eventTypes: ['Ticked'] }, undefined, () => {
+      throw new Error('cannot prepare');
+    });
+    failing.readAhead(second.lastPosition);
+    const third = await failing.read(second.lastPosition);
+    expect(ticks(third.events)).to.deep.equal([20, 21, 22, 23, 24]);
+    expect(third.prepared).to.equal(undefined);
   });
 
   it('reports a failed read ahead only to a caller that uses its page', async () => {

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { pointValue, TELEMETRY_AGGREGATIONS } from '../../src/domain/readings/index.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { RecordedEvent } from '../../src/eventstore/port.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
+import { installProjector } from '../../src/projections/checkpoints.js';
 import type { Projector } from '../../src/projections/projector.js';
 import { rebuildProjector } from '../../src/projections/rebuild.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
@@ -79,6 +81,21 @@ describe('state and telemetry projections', () => {
     }
   }
 
+  async function applyInTransaction(
+    projector: Projector,
+    events: readonly RecordedEvent[],
+    prepared?: unknown,
+  ) {
+    const client = await db.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await projector.apply(events, client, prepared);
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+  }
+
   const produced = (receivedAt: string, value: number, deviceTime?: string) => ({
     deviceId: DEVICE,
     siteId: SITE,
@@ -121,6 +138,70 @@ describe('state and telemetry projections', () => {
       ['2026-03-28T23:00:00.000Z', 1, 0.25, 0.25],
       ['2026-03-29T21:00:00.000Z', 1, 9, 9],
       ['2026-03-29T22:00:00.000Z', 1, 0.5, 0.5],
+    ]);
+  });
+
+  /** The five readings of the DST test, recorded, and the projector's events: the site's, then theirs. */
+  async function dstDay(projector: Projector) {
+    await installProjector(db.pool, projector);
+    await recordReadings(
+      store,
+      produced('2026-03-28T22:30:00.000Z', 12),
+      produced('2026-03-28T22:50:00.000Z', 12.5),
+      produced('2026-03-28T23:10:00.000Z', 0.25),
+      produced('2026-03-29T21:50:00.000Z', 9),
+      produced('2026-03-29T22:10:00.000Z', 0.5),
+    );
+    const { events } = await store.readAll({ maxCount: 100, eventTypes: projector.eventTypes });
+    expect(events.map((e) => e.type)).to.deep.equal(['SiteCreated', ...Array(5).fill('ReadingsRecorded')]);
+    return { site: events.slice(0, 1), readings: events.slice(1) };
+  }
+
+  const dstDays = async () =>
+    (
+      await readBuckets(db.pool, {
+        deviceId: DEVICE,
+        capabilities: ['energy.produced_today'],
+        resolution: '1d',
+        from: new Date('2026-03-01T00:00:00Z'),
+        to: new Date('2026-04-01T00:00:00Z'),
+      })
+    ).map((d) => [d.start.toISOString(), d.samples, d.max, d.increase]);
+
+  it('prepares a batch ahead only once it knows its sites, and applies it as it would have unprepared', async () => {
+    const projector = telemetryProjector();
+    const { site, readings } = await dstDay(projector);
+    // Not yet: the site's zone decides the 1d buckets, and only apply reads or records it.
+    expect(projector.prepare!([...site, ...readings])).to.equal(undefined);
+    expect(projector.prepare!(readings)).to.equal(undefined);
+    await applyInTransaction(projector, site);
+    const prepared = projector.prepare!(readings);
+    expect(prepared).to.not.equal(undefined);
+    await applyInTransaction(projector, readings, prepared);
+    expect(await dstDays()).to.deep.equal([
+      ['2026-03-27T23:00:00.000Z', 2, 12.5, 0.5],
+      ['2026-03-28T23:00:00.000Z', 2, 9, 8.75],
+      ['2026-03-29T22:00:00.000Z', 1, 0.5, 0],
+    ]);
+    const ahead = await snapshot(projector);
+    // The same events replayed one per page, each prepared (or not) as it was read ahead.
+    await replayFromScratch(telemetryProjector(), 1);
+    expect(await snapshot(projector)).to.deep.equal(ahead);
+  });
+
+  it('sets work prepared ahead aside when some of its events were applied meanwhile', async () => {
+    const projector = telemetryProjector();
+    const { site, readings } = await dstDay(projector);
+    await applyInTransaction(projector, site);
+    const prepared = projector.prepare!(readings);
+    expect(prepared).to.not.equal(undefined);
+    // Another instance got the first two in first: used as prepared, they would be counted twice.
+    await applyInTransaction(telemetryProjector(), readings.slice(0, 2));
+    await applyInTransaction(projector, readings, prepared);
+    expect(await dstDays()).to.deep.equal([
+      ['2026-03-27T23:00:00.000Z', 2, 12.5, 0.5],
+      ['2026-03-28T23:00:00.000Z', 2, 9, 8.75],
+      ['2026-03-29T22:00:00.000Z', 1, 0.5, 0],
     ]);
   });
 

@@ -61,9 +61,14 @@ export function subscribeByPolling(
         wake?.();
       });
       // A notification counts only if it came after the read that could have missed its events began.
-      const pages = pageReader(store, { maxCount: batchSize, eventTypes: options.eventTypes }, () => {
-        woken = false;
-      });
+      const pages = pageReader(
+        store,
+        { maxCount: batchSize, eventTypes: options.eventTypes },
+        () => {
+          woken = false;
+        },
+        options.prepare,
+      );
       try {
         // An append between the first read and LISTEN would otherwise wait a whole idle interval.
         await Promise.race([wakeup.listening, delay(idlePollMs, options.signal)]);
@@ -74,7 +79,7 @@ export function subscribeByPolling(
           if (!page.atEnd) pages.readAhead(after);
           if (page.events.length > 0 || (page.atEnd && !signalledCaughtUp)) {
             signalledCaughtUp = page.atEnd;
-            yield { events: page.events, checkpoint: after, caughtUp: page.atEnd };
+            yield { events: page.events, checkpoint: after, caughtUp: page.atEnd, prepared: page.prepared };
           }
           if (!page.atEnd || woken || options.signal?.aborted) continue;
           if (awaited !== undefined && (after === undefined || after < awaited)) {

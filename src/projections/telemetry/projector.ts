@@ -13,6 +13,7 @@ import type { PoolClient } from '../../infra/postgres/pool.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
+import { PreparedWork } from '../prepared-work.js';
 import { LocalDays } from './local-days.js';
 import { foldBatch, type FoldedReading } from './batch-fold.js';
 import { PARTITIONED_TABLES, ensurePartitions, partitionsFor } from './time-partitions.js';
@@ -61,33 +62,29 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
       'telemetry_applied',
     ],
     schemaSql,
-    async apply(events, db) {
+    prepare(events) {
+      // Only a batch whose every site zone is already known: apply looks up or records the others first.
+      const ready = events.every(
+        (e) =>
+          e.type === 'ReadingsRecorded' &&
+          ((e.data as ReadingsRecordedData).siteId === undefined ||
+            zones.has((e.data as ReadingsRecordedData).siteId!)),
+      );
+      return ready ? new PreparedWork(events, batchWork(events, zones, days)) : undefined;
+    },
+    async apply(events, db, prepared) {
       const applied = (await db.query<{ position: string }>(bind(APPLIED_POSITION, [name]))).rows[0]
         ?.position;
       const fresh = applied === undefined ? events : events.filter((e) => e.position > applied);
       if (fresh.length === 0) return;
-      await recordSites(fresh, db, zones);
-      const messages = fresh.filter((e) => e.type === 'ReadingsRecorded');
-      await loadZones(messages, db, zones);
-      const raw = rawColumns(messages);
-      const numeric: FoldedReading[] = [];
-      for (let n = 0; n < raw.deviceIds.length; n++) {
-        const value = raw.values[n];
-        const capability = findCapability(raw.capabilities[n]!);
-        // Text, and keys retired from the catalogue, are kept raw only: they have no buckets.
-        if (typeof value === 'string' || capability === undefined) continue;
-        const siteId = raw.siteIds[n];
-        numeric.push({
-          deviceId: raw.deviceIds[n]!,
-          capability: capability.key,
-          filedMs: raw.filedMs[n]!,
-          n,
-          number: Number(value),
-          counter: isCounter(capability),
-          zone: (siteId !== undefined && zones.get(siteId)) || FALLBACK_ZONE,
-        });
+      let work = PreparedWork.for<BatchWork>(prepared, fresh);
+      if (!work) {
+        await recordSites(fresh, db, zones);
+        const messages = fresh.filter((e) => e.type === 'ReadingsRecorded');
+        await loadZones(messages, db, zones);
+        work = batchWork(messages, zones, days);
       }
-      const buckets = foldBatch(numeric, (ms, zone) => days.of(ms, zone));
+      const { raw, numeric, buckets } = work;
       await ensurePartitions(db, [
         ...partitionsFor(PARTITIONED_TABLES.raw, raw.filedMs),
         ...(['1m', '1h', '1d'] as const).flatMap((resolution) =>
@@ -149,6 +146,31 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
       }
     },
   };
+}
+
+type BatchWork = ReturnType<typeof batchWork>;
+
+/** What a batch of readings messages becomes before it is stored: raw columns and folded buckets. */
+function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>, days: LocalDays) {
+  const raw = rawColumns(messages);
+  const numeric: FoldedReading[] = [];
+  for (let n = 0; n < raw.deviceIds.length; n++) {
+    const value = raw.values[n];
+    const capability = findCapability(raw.capabilities[n]!);
+    // Text, and keys retired from the catalogue, are kept raw only: they have no buckets.
+    if (typeof value === 'string' || capability === undefined) continue;
+    const siteId = raw.siteIds[n];
+    numeric.push({
+      deviceId: raw.deviceIds[n]!,
+      capability: capability.key,
+      filedMs: raw.filedMs[n]!,
+      n,
+      number: Number(value),
+      counter: isCounter(capability),
+      zone: (siteId !== undefined && zones.get(siteId)) || FALLBACK_ZONE,
+    });
+  }
+  return { raw, numeric, buckets: foldBatch(numeric, (ms, zone) => days.of(ms, zone)) };
 }
 
 async function recordSites(events: readonly RecordedEvent[], db: PoolClient, zones: Map<string, string>) {
