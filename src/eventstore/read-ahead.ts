@@ -46,7 +46,10 @@ export function pageReader(
   };
 }
 
-/** The page with what `prepare` made of it; a page it fails on goes without, and its consumer does the work. */
+/**
+ * The page with what `prepare` made of it. A page it fails on goes without: its consumer then does the same
+ * work in apply, where a real fault in it surfaces and is reported as any failed batch is.
+ */
 function withPrepared(
   page: ReadAllPage,
   prepare: (events: readonly RecordedEvent[]) => unknown,

@@ -30,6 +30,7 @@ export interface Projector {
    * The part of applying a batch that needs no database, run ahead (while the batch before is still being
    * applied) where the events are read ahead. Its result is handed back to `apply` with the same events,
    * which must check it still holds and otherwise do the work itself: correctness never depends on it.
+   * Synchronous: it runs on the event loop while the batch before waits on PostgreSQL.
    */
   prepare?(events: readonly RecordedEvent[]): unknown;
   apply(events: readonly RecordedEvent[], db: PoolClient, prepared?: unknown): Promise<void>;

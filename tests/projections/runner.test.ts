@@ -8,7 +8,9 @@ import { createLogger } from '../../src/infra/logger.js';
 import { auditProjector } from '../../src/projections/audit/projector.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { installProjector, readCheckpoint } from '../../src/projections/checkpoints.js';
-import { RebuildRefused } from '../../src/projections/projector.js';
+import { RebuildRefused, type Projector } from '../../src/projections/projector.js';
+import { partitionsOf } from '../../src/projections/partitions.js';
+import { PreparedWork } from '../../src/projections/prepared-work.js';
 import { rebuildProjector } from '../../src/projections/rebuild.js';
 import { commitBatch, runProjector } from '../../src/projections/runner.js';
 import { watchingBatches } from '../support/batch-watch.js';
@@ -93,6 +95,77 @@ describe('projection runner', () => {
     // 24 events of its types in pages of 10: the first two pages were behind the end, the third was last.
     expect(readsWhenApplied).to.deep.equal([2, 3, 3]);
     expect(await tallies(db)).to.deep.equal(await truth(db));
+  });
+
+  /** The tally, with a prepare that records what apply was handed for each batch: the batch size, or nothing. */
+  function preparingTally(name = 'tally') {
+    const tally = { ...tallyProjector(TYPES), name };
+    const handed: (number | undefined)[] = [];
+    const projector: Projector = {
+      ...tally,
+      prepare: (events) => new PreparedWork(events, events.length),
+      async apply(events, db, prepared) {
+        handed.push(PreparedWork.for<number>(prepared, events));
+        await tally.apply(events, db);
+      },
+    };
+    return { projector, handed };
+  }
+
+  it('hands what prepare made of each page read ahead to apply: in a catch-up, a subscription, a partition', async () => {
+    await appendMany(store, 3, 10);
+    // 24 events of its types in pages of 4: the first page is read when asked for, the other five ahead.
+    const caughtUp = preparingTally();
+    await catchUpProjector(db.pool, store, caughtUp.projector, 4);
+    expect(caughtUp.handed).to.deep.equal([undefined, 4, 4, 4, 4, 4]);
+    expect(await tallies(db)).to.deep.equal(await truth(db));
+
+    await db.pool.query('DROP TABLE tally');
+    await db.pool.query(`DELETE FROM projection.checkpoints WHERE projector = 'tally'`);
+    const subscribed = preparingTally();
+    const controller = new AbortController();
+    const run = runProjector(db.pool, store, subscribed.projector, {
+      batchSize: 5,
+      locks: db.locks,
+      signal: controller.signal,
+      logger,
+    });
+    const expected = await truth(db);
+    try {
+      // The table comes back once the runner installs the projector.
+      const caughtUpNow = async () =>
+        JSON.stringify(await tallies(db).catch(() => ({}))) === JSON.stringify(expected);
+      await waitFor(caughtUpNow, 30_000, 'the subscription to catch up');
+    } finally {
+      controller.abort();
+      await run;
+    }
+    expect(subscribed.handed).to.deep.equal([undefined, 5, 5, 5, 4]);
+
+    // Two partitions by stream: each prepares and applies its own share of every page.
+    await db.pool.query('DROP TABLE tally');
+    await db.pool.query(`DELETE FROM projection.checkpoints WHERE projector = 'tally'`);
+    const handedTo: (number | undefined)[][] = [];
+    const partitions = partitionsOf(
+      {
+        family: 'tally',
+        create: (name) => {
+          const share = preparingTally(name);
+          handedTo.push(share.handed);
+          return share.projector;
+        },
+        keyOf: (e) => e.streamName,
+      },
+      2,
+    );
+    for (const partition of partitions) await catchUpProjector(db.pool, store, partition, 12);
+    expect(await tallies(db)).to.deep.equal(expected);
+    // Pages of 12: clock-0's 8 and 4 of clock-1's, then clock-1's other 4 and clock-2's 8. Partition 1 owns
+    // clock-1, partition 0 the others: work prepared for a whole page would fit neither share.
+    expect(handedTo).to.deep.equal([
+      [undefined, 8],
+      [undefined, 4],
+    ]);
   });
 
   it('catches up to the head even when another instance commits part of the way first', async () => {

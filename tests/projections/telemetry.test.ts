@@ -177,7 +177,12 @@ describe('state and telemetry projections', () => {
     await applyInTransaction(projector, site);
     const prepared = projector.prepare!(readings);
     expect(prepared).to.not.equal(undefined);
+    // Changed after it was prepared (events are never changed in earnest): what is stored shows whose work
+    // apply used. The value goes back before the replay below.
+    const first = (readings[0]!.data as { readings: { value: number }[] }).readings[0]!;
+    first.value = 999;
     await applyInTransaction(projector, readings, prepared);
+    first.value = 12;
     expect(await dstDays()).to.deep.equal([
       ['2026-03-27T23:00:00.000Z', 2, 12.5, 0.5],
       ['2026-03-28T23:00:00.000Z', 2, 9, 8.75],

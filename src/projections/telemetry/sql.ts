@@ -147,7 +147,7 @@ const selectBuckets = (table: string) => `
  * again, which is what keeps a day of 1-minute points fast. The arithmetic is pointValue's
  * (domain/readings/aggregation.ts) for every function but increase; a test holds them equal. Numbers are
  * written as PostgreSQL prints a float8 (shortest exact form, as JavaScript's), a non-finite one as null, as
- * JSON.stringify writes it.
+ * JSON.stringify writes it; a missing one (no such function) also as null, rather than dropping the point.
  */
 // The format of Date.prototype.toISOString, so both paths write bucket times identically.
 const ISO_UTC = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
@@ -156,8 +156,8 @@ const selectPointsJson = (table: string) => `
   SELECT coalesce(string_agg(
            '{"capability_key":' || to_json(p.capability)::text
              || ',"bucket":"' || to_char(p.bucket_start AT TIME ZONE 'UTC', '${ISO_UTC}')
-             || '","value":' || CASE WHEN p.value IN ('Infinity', '-Infinity', 'NaN') THEN 'null'
-                                     ELSE p.value::text END
+             || '","value":' || CASE WHEN p.value IS NULL OR p.value IN ('Infinity', '-Infinity', 'NaN')
+                                     THEN 'null' ELSE p.value::text END
              || ',"samples":' || p.samples || '}',
            ',' ORDER BY p.n, p.bucket_start), '') AS points
     FROM (
