@@ -23,6 +23,7 @@ import {
   BENCH_APPLICATION,
   benchDatabase,
   benchDirectory,
+  benchWorker,
   ceilings,
   machine,
   percentiles,
@@ -113,18 +114,12 @@ async function ingestAt(offered: number): Promise<boolean> {
     );
     await cpu.start();
 
-    // A worker does not inherit tsx's loader: it registers it first, as bin/devcloud.js does.
-    const script = new URL('./ingest-agents.worker.ts', import.meta.url).href;
-    const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(script)}); })`;
-    const load = new Worker(bootstrap, {
-      eval: true,
-      workerData: {
-        agents,
-        devices: DEVICES,
-        readingsPerSecondPerDevice: (offered / (AGENTS * DEVICES)) * READINGS_PER_MESSAGE,
-        readingsPerMessage: READINGS_PER_MESSAGE,
-        sampleEvery: SAMPLE_EVERY,
-      },
+    const load = benchWorker('./ingest-agents.worker.ts', {
+      agents,
+      devices: DEVICES,
+      readingsPerSecondPerDevice: (offered / (AGENTS * DEVICES)) * READINGS_PER_MESSAGE,
+      readingsPerMessage: READINGS_PER_MESSAGE,
+      sampleEvery: SAMPLE_EVERY,
     });
     const exited = new Promise((resolve) => load.once('exit', resolve));
     stopLoad = async () => {

@@ -12,7 +12,7 @@ import { freePort } from '../src/infra/ports.js';
 import { requestToken } from '../tests/support/tenants.js';
 import { provisionFleet, reply } from './ingest.bench.js';
 import { undoable } from './interrupt.js';
-import { benchDatabase, benchDirectory, machine, report } from './support.js';
+import { benchDatabase, benchDirectory, benchWorker, machine, report } from './support.js';
 
 /**
  * Live stream under load: STREAMS concurrent SSE streams, each following one device, while the simulated
@@ -108,17 +108,12 @@ export async function liveBenchmarks(): Promise<void> {
     );
     while (opened < STREAMS) await sleep(100);
 
-    const script = new URL('./ingest-agents.worker.ts', import.meta.url).href;
-    const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(script)}); })`;
-    load = new Worker(bootstrap, {
-      eval: true,
-      workerData: {
-        agents,
-        devices: DEVICES,
-        readingsPerSecondPerDevice: READINGS_PER_SECOND / (AGENTS * DEVICES),
-        readingsPerMessage: READINGS_PER_MESSAGE,
-        sampleEvery: 1_000_000,
-      },
+    load = benchWorker('./ingest-agents.worker.ts', {
+      agents,
+      devices: DEVICES,
+      readingsPerSecondPerDevice: READINGS_PER_SECOND / (AGENTS * DEVICES),
+      readingsPerMessage: READINGS_PER_MESSAGE,
+      sampleEvery: 1_000_000,
     });
     await reply(load, 'ready');
     await sleep(WARMUP_SECONDS * 1000);

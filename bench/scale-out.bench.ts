@@ -14,7 +14,7 @@ import { round } from './cpu.js';
 import { provisionFleet, reply } from './ingest.bench.js';
 import { REDIS_URL, dropNamespace, redisReachable } from '../tests/support/redis.js';
 import { undoable } from './interrupt.js';
-import { benchDatabase, benchDirectory, machine, report } from './support.js';
+import { benchDatabase, benchDirectory, benchWorker, machine, report } from './support.js';
 
 /**
  * The scale-out topology (src/scale-out/topology.ts) with 1 or 2 broker nodes and 1 or 2 projector
@@ -97,17 +97,12 @@ async function runShape(shape: Shape): Promise<void> {
       ...files,
       connection: { ...files.connection, brokerUrl: `mqtts://127.0.0.1:${ports[i % ports.length]}` },
     }));
-    const script = new URL('./ingest-agents.worker.ts', import.meta.url).href;
-    const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(script)}); })`;
-    load = new Worker(bootstrap, {
-      eval: true,
-      workerData: {
-        agents: dialing,
-        devices: DEVICES,
-        readingsPerSecondPerDevice: (OFFERED / (AGENTS * DEVICES)) * READINGS_PER_MESSAGE,
-        readingsPerMessage: READINGS_PER_MESSAGE,
-        sampleEvery: 1_000_000,
-      },
+    load = benchWorker('./ingest-agents.worker.ts', {
+      agents: dialing,
+      devices: DEVICES,
+      readingsPerSecondPerDevice: (OFFERED / (AGENTS * DEVICES)) * READINGS_PER_MESSAGE,
+      readingsPerMessage: READINGS_PER_MESSAGE,
+      sampleEvery: 1_000_000,
     });
     const worker = load;
     const count = async () => {

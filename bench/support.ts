@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { createLogger } from '../src/infra/logger.js';
 import {
@@ -149,4 +150,14 @@ export function percentiles(values: readonly number[]) {
 
 function round1(value: number): number {
   return Number.isFinite(value) ? Math.round(value * 10) / 10 : value;
+}
+
+/**
+ * A worker thread running one of the benches' TypeScript scripts (`script`, beside this file). A worker does
+ * not inherit tsx's loader: it registers it first, as bin/devcloud.js does.
+ */
+export function benchWorker(script: string, workerData: unknown): Worker {
+  const url = new URL(script, import.meta.url).href;
+  const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData });
 }

@@ -25,4 +25,4 @@ for (let i = 0; i < input.warmUp + input.queries; i++) {
   points = body.points?.length ?? 0;
   if (i >= input.warmUp) latencies.push(ms);
 }
-parentPort!.postMessage({ latencies, points });
+parentPort!.postMessage({ kind: 'done', latencies, points });

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import { Worker } from 'node:worker_threads';
 import { createApiApp } from '../src/api/app.js';
 import { loadConfig } from '../src/config.js';
 import { ReadingsRecorded, readingsStreamName } from '../src/domain/readings/index.js';
@@ -17,7 +16,8 @@ import { registerDevice } from '../src/registry/devices.js';
 import { createSite } from '../src/registry/sites.js';
 import { allProjectors } from '../src/runtime/projectors.js';
 import { requestToken } from '../tests/support/tenants.js';
-import { benchDatabase, machine, rate, report } from './support.js';
+import { reply } from './ingest.bench.js';
+import { benchDatabase, benchWorker, machine, rate, report } from './support.js';
 
 /**
  * Telemetry query latency through the real HTTP endpoint with a real token, for one device and one
@@ -166,16 +166,9 @@ async function queryFromClientThread(input: {
   warmUp: number;
   queries: number;
 }): Promise<{ latencies: number[]; points: number }> {
-  // A worker does not inherit tsx's loader: it registers it first, as bin/devcloud.js does.
-  const script = new URL('./telemetry-client.worker.ts', import.meta.url).href;
-  const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(script)}); })`;
-  const client = new Worker(bootstrap, { eval: true, workerData: input });
+  const client = benchWorker('./telemetry-client.worker.ts', input);
   try {
-    const result = await new Promise<{ latencies: number[]; points: number }>((resolve, reject) => {
-      client.once('message', resolve);
-      client.once('error', reject);
-      client.once('exit', (code) => reject(new Error(`query client exited with ${code}`)));
-    });
+    const result = (await reply(client, 'done')) as { latencies: number[]; points: number };
     result.latencies.sort((a, b) => a - b);
     return result;
   } finally {

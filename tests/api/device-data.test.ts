@@ -31,6 +31,8 @@ describe('GET /v1/devices/{publicId}/state and /telemetry', () => {
   const points = async (query: string) => {
     const answer = await telemetry(meter, query);
     expect(answer.status, answer.text).to.equal(200);
+    // Bodies are JSON (interface.md); bucketed points are spliced in as text, so the header is checked too.
+    expect(answer.headers.get('content-type')).to.equal('application/json; charset=utf-8');
     // zod drops keys it does not know: parsing to an equal value proves the OpenAPI schema is truthful.
     expect(telemetrySchema.parse(answer.body)).to.deep.equal(answer.body);
     return answer.body as Telemetry;

@@ -64,12 +64,7 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
     schemaSql,
     prepare(events) {
       // Only a batch whose every site zone is already known: apply looks up or records the others first.
-      const ready = events.every(
-        (e) =>
-          e.type === 'ReadingsRecorded' &&
-          ((e.data as ReadingsRecordedData).siteId === undefined ||
-            zones.has((e.data as ReadingsRecordedData).siteId!)),
-      );
+      const ready = events.every((e) => e.type === 'ReadingsRecorded' && unknownSite(e, zones) === undefined);
       return ready ? new PreparedWork(events, batchWork(events, zones, days)) : undefined;
     },
     async apply(events, db, prepared) {
@@ -180,11 +175,17 @@ async function recordSites(events: readonly RecordedEvent[], db: PoolClient, zon
   for (const s of sites) if (!zones.has(s.siteId)) zones.set(s.siteId, s.timezone);
 }
 
+/** The site of a readings message when its zone is not known yet (a message without a site needs none). */
+function unknownSite(message: RecordedEvent, zones: ReadonlyMap<string, string>): string | undefined {
+  const { siteId } = message.data as ReadingsRecordedData;
+  return siteId !== undefined && !zones.has(siteId) ? siteId : undefined;
+}
+
 async function loadZones(messages: readonly RecordedEvent[], db: PoolClient, zones: Map<string, string>) {
   const missing = new Set<string>();
   for (const e of messages) {
-    const siteId = (e.data as ReadingsRecordedData).siteId;
-    if (siteId !== undefined && !zones.has(siteId)) missing.add(siteId);
+    const siteId = unknownSite(e, zones);
+    if (siteId !== undefined) missing.add(siteId);
   }
   if (missing.size === 0) return;
   const { rows } = await db.query<{ site_id: string; timezone: string }>(SITE_ZONES, [[...missing]]);
