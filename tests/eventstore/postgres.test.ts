@@ -144,3 +144,62 @@ describe('global order under out-of-order commits (PostgreSQL)', () => {
     expect(await store.readStream('fresh')).to.deep.equal([]);
   });
 });
+
+describe('page reads of the PostgreSQL event store', () => {
+  // What a projector's catch-up reads: pages of 10,000 events, each carrying a readings message's worth of data.
+  const PAGE = 10_000;
+  const PAYLOAD = 'r'.repeat(600);
+
+  /** Temporary blocks a page function wrote, and the page's rows and bytes, from the database's own account. */
+  async function pageRead(
+    db: TestDatabase,
+    call: string,
+  ): Promise<{ rows: number; bytes: number; tempWritten: number }> {
+    const { rows } = await db.pool.query<{ 'QUERY PLAN': [{ Plan: Record<string, number> }] }>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM ${call}`,
+    );
+    const plan = rows[0]!['QUERY PLAN'][0].Plan;
+    const size = await db.pool.query<{ bytes: string }>(
+      `SELECT sum(pg_column_size(p.*))::text AS bytes FROM ${call} p`,
+    );
+    return {
+      rows: plan['Actual Rows']!,
+      bytes: Number(size.rows[0]!.bytes),
+      tempWritten: plan['Temp Written Blocks']!,
+    };
+  }
+
+  it('sorts a full page in memory: no temporary file for the two sorts of a page of 10,000 events', async () => {
+    const { db, store } = await openEventStore();
+    try {
+      await sortsInMemory(db, store);
+    } finally {
+      await closeEventStore({ db, store });
+    }
+  });
+
+  async function sortsInMemory(db: TestDatabase, store: PostgresEventStore) {
+    for (let start = 0; start < PAGE; start += 2_000) {
+      await store.appendBatch(
+        Array.from({ length: 2_000 }, (_, n) => ({
+          streamName: `device-${(start + n) % 100}`,
+          event: {
+            id: randomUUID(),
+            type: n % 2 === 0 ? 'Even' : 'Odd',
+            data: { n: start + n, payload: PAYLOAD },
+          },
+        })),
+      );
+    }
+    for (const call of [
+      `eventstore.read_all_page('0'::xid8, 0, ${PAGE})`,
+      `eventstore.read_types_page('0'::xid8, 0, ${PAGE}, ARRAY['Even', 'Odd'])`,
+    ]) {
+      const read = await pageRead(db, call);
+      // The page is whole and larger than PostgreSQL's default work_mem (4 MB), which used to spill.
+      expect(read.rows, call).to.equal(PAGE + 1);
+      expect(read.bytes, call).to.be.greaterThan(4 * 1024 * 1024);
+      expect(read.tempWritten, call).to.equal(0);
+    }
+  }
+});
