@@ -31,8 +31,8 @@ export async function retentionBenchmarks(): Promise<void> {
   const fill = async () => {
     await inTransaction(db.pool, (client) => ensurePartitions(client, [partition]));
     await db.pool.query(
-      `INSERT INTO telemetry_raw (device_id, capability, filed_at, event_id, ordinal, value, server_time)
-       SELECT 'dev_' || (n % 12), 'environment.temperature', t, gen_random_uuid(), 0, to_jsonb(n % 40), t
+      `INSERT INTO telemetry_raw (device_id, filed_at, event_id, server_time, capabilities, reading_values)
+       SELECT 'dev_' || (n % 12), t, gen_random_uuid(), t, '{environment.temperature}', jsonb_build_array(n % 40)
          FROM generate_series(1, $1::int) AS n,
               LATERAL (SELECT $2::timestamptz + ((n - 1) * 86.4 / $1::int) * interval '1000 second' AS t) AS s`,
       [ROWS, new Date(DAY).toISOString()],

@@ -7,6 +7,7 @@ import { partitionsOf } from '../src/projections/partitions.js';
 import type { Projector } from '../src/projections/projector.js';
 import { stateFamily } from '../src/projections/state/projector.js';
 import { telemetryFamily } from '../src/projections/telemetry/projector.js';
+import { COUNT_RAW_READINGS } from '../src/projections/telemetry/sql.js';
 import { allProjectors } from '../src/runtime/projectors.js';
 import { Topology } from '../src/scale-out/topology.js';
 import { projectorsCaughtUp } from '../src/soak/settle.js';
@@ -184,8 +185,8 @@ function figureName(shape: Shape): string {
 }
 
 async function rawReadings(pool: Pool): Promise<number> {
-  const { rows } = await pool.query<{ n: string }>('SELECT count(*) AS n FROM telemetry_raw');
-  return Number(rows[0]!.n);
+  const { rows } = await pool.query<{ n: number }>(COUNT_RAW_READINGS);
+  return rows[0]!.n;
 }
 
 /**

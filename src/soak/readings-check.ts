@@ -116,8 +116,9 @@ export async function checkReadings(
 
   // Multisets of (device, capability, device time, value): a reading projected twice counts twice.
   const { rows } = await pool.query<{ device_id: string; capability: string; ms: string; value: unknown }>(
-    `SELECT device_id, capability, (extract(epoch FROM device_time) * 1000)::bigint AS ms, value
-       FROM telemetry_raw`,
+    `SELECT r.device_id, c.capability, (extract(epoch FROM r.device_time) * 1000)::bigint AS ms,
+            r.reading_values -> (c.i - 1)::int AS value
+       FROM telemetry_raw r, unnest(r.capabilities) WITH ORDINALITY AS c(capability, i)`,
   );
   const projected = new Map<string, number>();
   for (const r of rows) {

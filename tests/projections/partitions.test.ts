@@ -25,6 +25,7 @@ import { replayIntoSchema } from '../../src/projections/replay.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { stateFamily } from '../../src/projections/state/projector.js';
 import { telemetryFamily } from '../../src/projections/telemetry/projector.js';
+import { COUNT_RAW_READINGS } from '../../src/projections/telemetry/sql.js';
 import type { TestDatabase } from '../support/database.js';
 import { devcloud } from '../support/devcloud.js';
 import { closeEventStore, eventStoreOver, openEventStore } from '../support/event-store.js';
@@ -235,7 +236,7 @@ describe('partitioned projectors on PostgreSQL', () => {
       for (const projector of after)
         expect((await readCheckpoint(db.pool, projector.name))?.position).to.equal(done.position);
       await catchUpAll(after);
-      const { rows } = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM telemetry_raw');
+      const { rows } = await db.pool.query<{ n: number }>(COUNT_RAW_READINGS);
       expect(rows[0]!.n, `raw readings after repartitioning to ${count}`).to.equal(messages * 3);
       expect(await snapshot(after[0]!)).to.deep.equal(await singleProcessReplay(telemetryFamily));
     }
@@ -382,8 +383,7 @@ describe('partitioned projectors on PostgreSQL', () => {
 
       // The survivor projects what comes next in all 4 partitions, each reading once.
       await readingsAt(1);
-      const rawRows = async () =>
-        (await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM telemetry_raw')).rows[0]!.n;
+      const rawRows = async () => (await db.pool.query<{ n: number }>(COUNT_RAW_READINGS)).rows[0]!.n;
       await waitFor(async () => (await rawRows()) >= 2 * DEVICES.length * 3, 'the new readings projected');
       for (const projector of partitionsOf(telemetryFamily, 4))
         await catchUpProjector(db.pool, store, projector);

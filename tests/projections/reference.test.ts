@@ -15,6 +15,7 @@ import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.j
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
+import { readRawReadings, type RawReadingRow } from '../../src/projections/telemetry/queries.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 
@@ -71,6 +72,8 @@ function history(seed: number, count: number): Message[] {
     const deviceMs =
       skew < 0.03 ? serverMs + 20 * MINUTE : skew < 0.06 ? serverMs - 9 * 86_400_000 : serverMs - lateness;
     const deviceTime = next() < 0.05 ? undefined : new Date(deviceMs).toISOString();
+    // Some devices time each reading of a message on its own (a hub that forwards what it buffered).
+    const ownTimes = deviceTime !== undefined && next() < 0.1;
     const readings: Message['readings'] = [];
     for (const capability of CAPABILITIES) {
       if (next() < 0.3) continue;
@@ -86,7 +89,10 @@ function history(seed: number, count: number): Message[] {
         value = kwh;
       } else if (capability === 'binary.switch') value = next() < 0.5;
       else value = next() < 0.5 ? 'charging' : 'idle';
-      readings.push({ capability, value, ...(deviceTime !== undefined && { deviceTime }) });
+      const readingTime = ownTimes
+        ? new Date(deviceMs - Math.floor(next() * 3) * 7_000).toISOString()
+        : deviceTime;
+      readings.push({ capability, value, ...(readingTime !== undefined && { deviceTime: readingTime }) });
     }
     if (readings.length === 0) continue;
     messages.push({
@@ -149,6 +155,39 @@ function referenceBuckets(messages: readonly Message[]): Map<string, Stats> {
     });
   }
   return buckets;
+}
+
+/** The reference raw readings per device: every reading, by filing time then global order. */
+function referenceRaw(messages: readonly Message[]) {
+  const raw = new Map<string, { order: number; reading: RawReadingRow }[]>();
+  let order = 0;
+  for (const m of messages) {
+    const serverMs = Date.parse(m.receivedAt);
+    for (const r of m.readings) {
+      order += 1;
+      const filedMs = filedAt(serverMs, r.deviceTime === undefined ? undefined : Date.parse(r.deviceTime));
+      const list = raw.get(m.deviceId) ?? [];
+      list.push({
+        order,
+        reading: {
+          capability: r.capability,
+          filedAt: new Date(filedMs),
+          value: r.value,
+          deviceTime: r.deviceTime === undefined ? null : new Date(r.deviceTime),
+          serverTime: new Date(serverMs),
+        },
+      });
+      raw.set(m.deviceId, list);
+    }
+  }
+  return new Map(
+    [...raw].map(([deviceId, list]) => [
+      deviceId,
+      list
+        .sort((a, b) => a.reading.filedAt.getTime() - b.reading.filedAt.getTime() || a.order - b.order)
+        .map((x) => x.reading),
+    ]),
+  );
 }
 
 /** The reference state: per device and capability the reading with the latest server time, later wins ties. */
@@ -302,8 +341,28 @@ describe('optimised state and telemetry projectors against a reference projectio
       const telemetry = telemetryProjector();
       await catchUpProjector(db.pool, store, telemetry, 23);
       expectSameBuckets(await storedBuckets(), expected);
-      const raw = await db.pool.query<{ n: string }>('SELECT count(*) AS n FROM telemetry_raw');
-      expect(Number(raw.rows[0]!.n)).to.equal(messages.reduce((n, m) => n + m.readings.length, 0));
+      // Raw readings as resolution=raw reads them: every reading once, in filing then global order.
+      const raw = referenceRaw(messages);
+      expect(
+        messages.some((m) => new Set(m.readings.map((r) => r.deviceTime)).size > 1),
+        'a message whose readings have different device times',
+      ).to.equal(true);
+      for (const [deviceId, want] of raw) {
+        const got = await readRawReadings(db.pool, {
+          deviceId,
+          capabilities: CAPABILITIES,
+          from: new Date(START_MS - 30 * 86_400_000),
+          to: new Date(START_MS + 30 * 86_400_000),
+          limit: 100_000,
+        });
+        expect(got, deviceId).to.deep.equal(want);
+      }
+      const rows = await db.pool.query<{ instants: number; readings: number }>(
+        'SELECT count(*)::int AS instants, sum(cardinality(capabilities))::int AS readings FROM telemetry_raw',
+      );
+      expect(rows.rows[0]!.readings).to.equal(messages.reduce((n, m) => n + m.readings.length, 0));
+      // One row per instant of a message: fewer rows than readings, more than messages.
+      expect(rows.rows[0]!.instants).to.be.greaterThan(messages.length).and.lessThan(rows.rows[0]!.readings);
 
       await catchUpProjector(db.pool, store, stateProjector(), 57);
       const state = await db.pool.query<{

@@ -11,6 +11,7 @@ import { stateProjector } from '../../src/projections/state/projector.js';
 import { readDeviceState } from '../../src/projections/state/queries.js';
 import { applyTelemetryRetention } from '../../src/projections/telemetry/retention.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
+import { COUNT_RAW_READINGS } from '../../src/projections/telemetry/sql.js';
 import { readBuckets, readPointsJson } from '../../src/projections/telemetry/queries.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
@@ -237,7 +238,7 @@ describe('state and telemetry projections', () => {
       await replayFromScratch(projector, 2);
       expect(await snapshot(projector), `${projector.name}: rebuilt`).to.deep.equal(before);
     }
-    const { rows } = await db.pool.query('SELECT count(*)::int AS n FROM telemetry_raw');
+    const { rows } = await db.pool.query(COUNT_RAW_READINGS);
     expect(rows[0].n).to.equal(5); // text readings are kept raw, they have no buckets
   });
 

@@ -10,6 +10,7 @@ import {
 import type { SiteEvent } from '../../domain/sites/index.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
+import { arrayLiteral } from '../../infra/postgres/array-literal.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
@@ -97,13 +98,12 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
       }>(
         bind(RECORD_BATCH, [
           raw.deviceIds,
-          raw.capabilities,
           raw.filedMs,
           raw.eventIds,
-          raw.ordinals,
-          raw.values.map((v) => JSON.stringify(v)),
           raw.deviceTimes,
           raw.serverTimes,
+          raw.capabilities,
+          raw.values,
           buckets.map((b) => b.resolution),
           buckets.map((b) => b.deviceId),
           buckets.map((b) => b.capability),
@@ -147,25 +147,23 @@ type BatchWork = ReturnType<typeof batchWork>;
 
 /** What a batch of readings messages becomes before it is stored: raw columns and folded buckets. */
 function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>, days: LocalDays) {
-  const raw = rawColumns(messages);
+  const { readings, instants } = rawColumns(messages);
   const numeric: FoldedReading[] = [];
-  for (let n = 0; n < raw.deviceIds.length; n++) {
-    const value = raw.values[n];
-    const capability = findCapability(raw.capabilities[n]!);
+  readings.forEach((reading, n) => {
+    const capability = findCapability(reading.capability);
     // Text, and keys retired from the catalogue, are kept raw only: they have no buckets.
-    if (typeof value === 'string' || capability === undefined) continue;
-    const siteId = raw.siteIds[n];
+    if (typeof reading.value === 'string' || capability === undefined) return;
     numeric.push({
-      deviceId: raw.deviceIds[n]!,
+      deviceId: reading.deviceId,
       capability: capability.key,
-      filedMs: raw.filedMs[n]!,
+      filedMs: reading.filedMs,
       n,
-      number: Number(value),
+      number: Number(reading.value),
       counter: isCounter(capability),
-      zone: (siteId !== undefined && zones.get(siteId)) || FALLBACK_ZONE,
+      zone: (reading.siteId !== undefined && zones.get(reading.siteId)) || FALLBACK_ZONE,
     });
-  }
-  return { raw, numeric, buckets: foldBatch(numeric, (ms, zone) => days.of(ms, zone)) };
+  });
+  return { raw: instants, numeric, buckets: foldBatch(numeric, (ms, zone) => days.of(ms, zone)) };
 }
 
 async function recordSites(events: readonly RecordedEvent[], db: PoolClient, zones: Map<string, string>) {
@@ -192,34 +190,67 @@ async function loadZones(messages: readonly RecordedEvent[], db: PoolClient, zon
   for (const row of rows) zones.set(row.site_id, row.timezone);
 }
 
-/** The batch's readings as the columns of telemetry_raw, in order of application. */
+/** One reading of a batch, in order of application. */
+interface BatchReading {
+  readonly deviceId: string;
+  readonly capability: string;
+  readonly filedMs: number;
+  readonly value: number | boolean | string;
+  readonly siteId: string | undefined;
+}
+
+/**
+ * The batch's readings, in order of application, and the rows they make in telemetry_raw as its columns:
+ * one row per instant of a message (its readings with the same filing time and device time, in message
+ * order). A reading's capability list and values go as the text of a PostgreSQL array and of a JSON array.
+ */
 function rawColumns(messages: readonly RecordedEvent[]) {
-  const columns = {
+  const readings: BatchReading[] = [];
+  const instants = {
     deviceIds: [] as string[],
-    capabilities: [] as string[],
     filedMs: [] as number[],
     eventIds: [] as string[],
-    ordinals: [] as number[],
-    values: [] as (number | boolean | string)[],
     deviceTimes: [] as (string | null)[],
     serverTimes: [] as string[],
-    siteIds: [] as (string | undefined)[],
+    capabilities: [] as string[],
+    values: [] as string[],
   };
   for (const event of messages) {
     const data = event.data as ReadingsRecordedData;
     const serverMs = Date.parse(data.receivedAt);
-    data.readings.forEach((reading, ordinal) => {
+    const groups = new Map<
+      string,
+      { filedMs: number; deviceTime: string | null; capabilities: string[]; values: unknown[] }
+    >();
+    for (const reading of data.readings) {
       const deviceMs = reading.deviceTime === undefined ? undefined : Date.parse(reading.deviceTime);
-      columns.deviceIds.push(data.deviceId);
-      columns.capabilities.push(reading.capability);
-      columns.filedMs.push(filedAt(serverMs, deviceMs));
-      columns.eventIds.push(event.id);
-      columns.ordinals.push(ordinal);
-      columns.values.push(reading.value);
-      columns.deviceTimes.push(reading.deviceTime ?? null);
-      columns.serverTimes.push(data.receivedAt);
-      columns.siteIds.push(data.siteId);
-    });
+      const filedMs = filedAt(serverMs, deviceMs);
+      readings.push({
+        deviceId: data.deviceId,
+        capability: reading.capability,
+        filedMs,
+        value: reading.value,
+        siteId: data.siteId,
+      });
+      const deviceTime = reading.deviceTime ?? null;
+      const key = `${filedMs} ${deviceTime}`;
+      let group = groups.get(key);
+      if (!group) {
+        group = { filedMs, deviceTime, capabilities: [], values: [] };
+        groups.set(key, group);
+      }
+      group.capabilities.push(reading.capability);
+      group.values.push(reading.value);
+    }
+    for (const group of groups.values()) {
+      instants.deviceIds.push(data.deviceId);
+      instants.filedMs.push(group.filedMs);
+      instants.eventIds.push(event.id);
+      instants.deviceTimes.push(group.deviceTime);
+      instants.serverTimes.push(data.receivedAt);
+      instants.capabilities.push(arrayLiteral(group.capabilities)!);
+      instants.values.push(JSON.stringify(group.values));
+    }
   }
-  return columns;
+  return { readings, instants };
 }

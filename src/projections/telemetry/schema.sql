@@ -7,21 +7,27 @@
 -- Every table is partitioned by time (time-partitions.ts): a partition per UTC day (raw, 1m), month (1h) or
 -- year (1d), created ahead by the scheduler or by the projector when a batch needs it. Retention drops whole
 -- partitions instead of deleting rows (retention.ts).
+
+-- One row per instant of a message: the readings of one ReadingsRecorded event that are filed at the same
+-- time with the same device time (nearly always all of a message's readings), their capabilities and
+-- values side by side in message order. Per reading, a row and an index entry cost about as much as the
+-- rest of the telemetry projector together; a hub reports several capabilities at once, so this keeps a
+-- third of them at three readings a message (migration 0403, docs/telemetry.md section 3).
 CREATE TABLE IF NOT EXISTS telemetry_raw (
   device_id text COLLATE "C" NOT NULL,
-  capability text COLLATE "C" NOT NULL,
-  -- The time the reading is filed under: its device time when plausible, else its server time.
+  -- The time the readings are filed under: their device time when plausible, else their server time.
   filed_at timestamptz NOT NULL,
   event_id uuid NOT NULL,
-  ordinal integer NOT NULL,
-  value jsonb NOT NULL,
   device_time timestamptz,
   server_time timestamptz NOT NULL,
+  -- capabilities[i] read reading_values->(i - 1): a catalogue key, and a number, boolean or string.
+  capabilities text[] COLLATE "C" NOT NULL,
+  reading_values jsonb NOT NULL,
   -- Order of application (the global order): breaks ties between readings filed at the same time.
   applied bigint GENERATED ALWAYS AS IDENTITY
 ) PARTITION BY RANGE (filed_at);
--- A device's series in time order: resolution=raw and the recomputation of a counter bucket's increase.
-CREATE INDEX IF NOT EXISTS telemetry_raw_series ON telemetry_raw (device_id, capability, filed_at);
+-- A device's readings in time order: resolution=raw and the recomputation of a counter bucket's increase.
+CREATE INDEX IF NOT EXISTS telemetry_raw_instants ON telemetry_raw (device_id, filed_at);
 
 -- One table per stored resolution, same shape. Numbers only: a boolean counts as 1 (true) or 0 (false).
 -- increase is kept for counters only: the reset-aware rise between the bucket's own readings.

@@ -62,32 +62,32 @@ export const APPLIED_POSITION = prepared(
 );
 
 /**
- * One batch in one statement: its readings appended to telemetry_raw in order of application ($1-$8), its
- * buckets ($9-$21, one row per bucket and resolution) merged into the 1m, 1h and 1d tables, and the
- * applied position ($22, of projector $24) moved. Returns the counter buckets ($23: counter keys) whose increase must be
- * recomputed.
+ * One batch in one statement: its raw rows (one per instant of a message, schema.sql) appended to
+ * telemetry_raw in order of application ($1-$7), its buckets ($8-$20, one row per bucket and resolution)
+ * merged into the 1m, 1h and 1d tables, and the applied position ($21, of projector $23) moved. Returns the
+ * counter buckets ($22: counter keys) whose increase must be recomputed.
  */
 export const RECORD_BATCH = prepared(
   'telemetry.record-batch',
   `
   WITH raw AS (
-    INSERT INTO telemetry_raw (device_id, capability, filed_at, event_id, ordinal, value, device_time, server_time)
-    SELECT r.device_id, r.capability, ${EPOCH} + r.filed_ms * ${MS}, r.event_id, r.ordinal, r.value,
-           r.device_time, r.server_time
-      FROM unnest($1::text[], $2::text[], $3::int8[], $4::uuid[], $5::int4[], $6::jsonb[], $7::timestamptz[],
-                  $8::timestamptz[]) WITH ORDINALITY
-           AS r(device_id, capability, filed_ms, event_id, ordinal, value, device_time, server_time, n)
+    INSERT INTO telemetry_raw (device_id, filed_at, event_id, device_time, server_time, capabilities, reading_values)
+    SELECT r.device_id, ${EPOCH} + r.filed_ms * ${MS}, r.event_id, r.device_time, r.server_time,
+           r.capabilities::text[], r.reading_values
+      FROM unnest($1::text[], $2::int8[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::text[],
+                  $7::jsonb[]) WITH ORDINALITY
+           AS r(device_id, filed_ms, event_id, device_time, server_time, capabilities, reading_values, n)
      ORDER BY r.n
   ),
   buckets AS (
     SELECT *
-      FROM unnest($9::text[], $10::text[], $11::text[], $12::int8[], $13::int4[], $14::float8[], $15::float8[],
-                  $16::float8[], $17::int8[], $18::float8[], $19::int8[], $20::float8[], $21::float8[])
+      FROM unnest($8::text[], $9::text[], $10::text[], $11::int8[], $12::int4[], $13::float8[], $14::float8[],
+                  $15::float8[], $16::int8[], $17::float8[], $18::int8[], $19::float8[], $20::float8[])
            AS b(resolution, device_id, capability, start_ms, samples, sum, min, max, first_ms, first_value,
                 last_ms, last_value, increase)
   ),
   applied AS (
-    INSERT INTO telemetry_applied (projector, position) VALUES ($24, $22)
+    INSERT INTO telemetry_applied (projector, position) VALUES ($23, $21)
     ON CONFLICT (projector) DO UPDATE SET position = excluded.position
   ),${upsertBuckets('minutes', 'telemetry_1m', '1m')},${upsertBuckets('hours', 'telemetry_1h', '1h')},${upsertBuckets(
     'days',
@@ -95,14 +95,25 @@ export const RECORD_BATCH = prepared(
     '1d',
   )}
   SELECT '1m' AS resolution, device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8 AS start_ms
-    FROM minutes WHERE increase IS NULL AND capability = ANY ($23::text[])
+    FROM minutes WHERE increase IS NULL AND capability = ANY ($22::text[])
   UNION ALL
   SELECT '1h', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM hours WHERE increase IS NULL AND capability = ANY ($23::text[])
+    FROM hours WHERE increase IS NULL AND capability = ANY ($22::text[])
   UNION ALL
   SELECT '1d', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM days WHERE increase IS NULL AND capability = ANY ($23::text[])`,
+    FROM days WHERE increase IS NULL AND capability = ANY ($22::text[])`,
 );
+
+/**
+ * The readings of one device in [$3, $4), each with its capability and its place in its raw row, in filing
+ * order then order of application: what resolution=raw and a counter bucket's increase read.
+ */
+const rawReadings = (where: string) => `
+  SELECT raw.capabilities[i] AS capability, raw.filed_at, raw.reading_values -> (i - 1) AS value,
+         raw.device_time, raw.server_time, raw.applied, i AS place
+    FROM telemetry_raw raw
+    CROSS JOIN LATERAL generate_subscripts(raw.capabilities, 1) AS i
+   WHERE ${where}`;
 
 /**
  * For the touched counter buckets whose increase the merge had to drop: the reset-aware rise along their
@@ -124,11 +135,9 @@ const recomputeIncrease = (table: string) => `
                  AND b.bucket_start = u.bucket_start
                WHERE b.increase IS NULL) k
         CROSS JOIN LATERAL (
-          SELECT x.v, lag(x.v) OVER (ORDER BY x.filed_at, x.applied) AS previous
-            FROM (SELECT raw.value::float8 AS v, raw.filed_at, raw.applied
-                    FROM telemetry_raw raw
-                   WHERE raw.device_id = k.device_id AND raw.capability = k.capability
-                     AND raw.filed_at >= k.bucket_start AND raw.filed_at < k.bucket_end) x
+          SELECT x.value::float8 AS v, lag(x.value::float8) OVER (ORDER BY x.filed_at, x.applied, x.place) AS previous
+            FROM (${rawReadings(`raw.device_id = k.device_id AND raw.filed_at >= k.bucket_start
+                                 AND raw.filed_at < k.bucket_end AND raw.capabilities[i] = k.capability`)}) x
         ) s
        GROUP BY k.device_id, k.capability, k.bucket_start
     ) r
@@ -203,11 +212,14 @@ export const SELECT_POINTS_JSON = perTable((table, resolution) =>
   prepared(`telemetry.points-json.${resolution}`, selectPointsJson(table)),
 );
 
+/** How many readings telemetry_raw holds (its rows are instants of several readings each). */
+export const COUNT_RAW_READINGS = `SELECT coalesce(sum(cardinality(capabilities)), 0)::int AS n FROM telemetry_raw`;
+
 export const SELECT_RAW = `
-  SELECT capability, filed_at, value, device_time, server_time
-    FROM telemetry_raw
-   WHERE device_id = $1 AND capability = ANY ($2::text[]) AND filed_at >= $3 AND filed_at < $4
-   ORDER BY filed_at, applied
+  SELECT x.capability, x.filed_at, x.value, x.device_time, x.server_time
+    FROM (${rawReadings(`raw.device_id = $1 AND raw.filed_at >= $3 AND raw.filed_at < $4
+                         AND raw.capabilities && $2::text[] AND raw.capabilities[i] = ANY ($2::text[])`)}) x
+   ORDER BY x.filed_at, x.applied, x.place
    LIMIT $5`;
 
 /** Retention: one batch of expired rows of a table, found through its BRIN index. */
