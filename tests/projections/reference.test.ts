@@ -89,9 +89,15 @@ function history(seed: number, count: number): Message[] {
         value = kwh;
       } else if (capability === 'binary.switch') value = next() < 0.5;
       else value = next() < 0.5 ? 'charging' : 'idle';
-      const readingTime = ownTimes
-        ? new Date(deviceMs - Math.floor(next() * 3) * 7_000).toISOString()
-        : deviceTime;
+      // Its own time, none, or one too far ahead: the last two are both filed at the server's time.
+      const own = next();
+      const readingTime = !ownTimes
+        ? deviceTime
+        : own < 0.2
+          ? undefined
+          : own < 0.4
+            ? new Date(serverMs + 60 * MINUTE).toISOString()
+            : new Date(deviceMs - Math.floor(next() * 3) * 7_000).toISOString();
       readings.push({ capability, value, ...(readingTime !== undefined && { deviceTime: readingTime }) });
     }
     if (readings.length === 0) continue;
@@ -344,8 +350,22 @@ describe('optimised state and telemetry projectors against a reference projectio
       // Raw readings as resolution=raw reads them: every reading once, in filing then global order.
       const raw = referenceRaw(messages);
       expect(
-        messages.some((m) => new Set(m.readings.map((r) => r.deviceTime)).size > 1),
-        'a message whose readings have different device times',
+        messages.some((m) => {
+          const serverMs = Date.parse(m.receivedAt);
+          const filed = m.readings.map((r) =>
+            filedAt(serverMs, r.deviceTime === undefined ? undefined : Date.parse(r.deviceTime)),
+          );
+          return m.readings.some((r, b) =>
+            filed.some(
+              (f, a) =>
+                a < b &&
+                b < filed.length - 1 &&
+                f === filed.at(-1) &&
+                r.deviceTime !== m.readings[a]!.deviceTime,
+            ),
+          );
+        }),
+        'a message with readings filed at one time that another reading between them keeps apart',
       ).to.equal(true);
       for (const [deviceId, want] of raw) {
         const got = await readRawReadings(db.pool, {

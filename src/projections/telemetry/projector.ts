@@ -201,8 +201,8 @@ interface BatchReading {
 
 /**
  * The batch's readings, in order of application, and the rows they make in telemetry_raw as its columns:
- * one row per instant of a message (its readings with the same filing time and device time, in message
- * order). A reading's capability list and values go as the text of a PostgreSQL array and of a JSON array.
+ * one row per instant of a message (its neighbouring readings with the same filing time and device time,
+ * in message order). A reading's capability list and values go as the text of a PostgreSQL array and of a JSON array.
  */
 function rawColumns(messages: readonly RecordedEvent[]) {
   const readings: BatchReading[] = [];
@@ -218,10 +218,20 @@ function rawColumns(messages: readonly RecordedEvent[]) {
   for (const event of messages) {
     const data = event.data as ReadingsRecordedData;
     const serverMs = Date.parse(data.receivedAt);
-    const groups = new Map<
-      string,
-      { filedMs: number; deviceTime: string | null; capabilities: string[]; values: unknown[] }
-    >();
+    // Only neighbours share a row: readings of two rows filed at the same time (no device time, and an
+    // implausible one) then still come back in message order, which is what ties are broken by.
+    let instant:
+      { filedMs: number; deviceTime: string | null; capabilities: string[]; values: unknown[] } | undefined;
+    const close = () => {
+      if (!instant) return;
+      instants.deviceIds.push(data.deviceId);
+      instants.filedMs.push(instant.filedMs);
+      instants.eventIds.push(event.id);
+      instants.deviceTimes.push(instant.deviceTime);
+      instants.serverTimes.push(data.receivedAt);
+      instants.capabilities.push(arrayLiteral(instant.capabilities)!);
+      instants.values.push(JSON.stringify(instant.values));
+    };
     for (const reading of data.readings) {
       const deviceMs = reading.deviceTime === undefined ? undefined : Date.parse(reading.deviceTime);
       const filedMs = filedAt(serverMs, deviceMs);
@@ -233,24 +243,14 @@ function rawColumns(messages: readonly RecordedEvent[]) {
         siteId: data.siteId,
       });
       const deviceTime = reading.deviceTime ?? null;
-      const key = `${filedMs} ${deviceTime}`;
-      let group = groups.get(key);
-      if (!group) {
-        group = { filedMs, deviceTime, capabilities: [], values: [] };
-        groups.set(key, group);
+      if (instant?.filedMs !== filedMs || instant.deviceTime !== deviceTime) {
+        close();
+        instant = { filedMs, deviceTime, capabilities: [], values: [] };
       }
-      group.capabilities.push(reading.capability);
-      group.values.push(reading.value);
+      instant.capabilities.push(reading.capability);
+      instant.values.push(reading.value);
     }
-    for (const group of groups.values()) {
-      instants.deviceIds.push(data.deviceId);
-      instants.filedMs.push(group.filedMs);
-      instants.eventIds.push(event.id);
-      instants.deviceTimes.push(group.deviceTime);
-      instants.serverTimes.push(data.receivedAt);
-      instants.capabilities.push(arrayLiteral(group.capabilities)!);
-      instants.values.push(JSON.stringify(group.values));
-    }
+    close();
   }
   return { readings, instants };
 }

@@ -8,11 +8,11 @@
 -- year (1d), created ahead by the scheduler or by the projector when a batch needs it. Retention drops whole
 -- partitions instead of deleting rows (retention.ts).
 
--- One row per instant of a message: the readings of one ReadingsRecorded event that are filed at the same
--- time with the same device time (nearly always all of a message's readings), their capabilities and
--- values side by side in message order. Per reading, a row and an index entry cost about as much as the
+-- One row per instant of a message: neighbouring readings of one ReadingsRecorded event that are filed at
+-- the same time with the same device time (nearly always all of a message's readings), their capabilities
+-- and values side by side in message order. Per reading, a row and an index entry cost about as much as the
 -- rest of the telemetry projector together; a hub reports several capabilities at once, so this keeps a
--- third of them at three readings a message (migration 0403, docs/telemetry.md section 3).
+-- third of them at three readings a message (migration 0403, docs/telemetry.md section 5).
 CREATE TABLE IF NOT EXISTS telemetry_raw (
   device_id text COLLATE "C" NOT NULL,
   -- The time the readings are filed under: their device time when plausible, else their server time.
