@@ -202,7 +202,8 @@ interface BatchReading {
 /**
  * The batch's readings, in order of application, and the rows they make in telemetry_raw as its columns:
  * one row per instant of a message (its neighbouring readings with the same filing time and device time,
- * in message order). A reading's capability list and values go as the text of a PostgreSQL array and of a JSON array.
+ * in message order). An instant's capabilities go as the text of a PostgreSQL array, its values as the text
+ * of a JSON array.
  */
 function rawColumns(messages: readonly RecordedEvent[]) {
   const readings: BatchReading[] = [];

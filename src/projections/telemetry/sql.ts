@@ -105,8 +105,9 @@ export const RECORD_BATCH = prepared(
 );
 
 /**
- * The readings of one device in [$3, $4), each with its capability and its place in its raw row, in filing
- * order then order of application: what resolution=raw and a counter bucket's increase read.
+ * Every reading of the raw rows `where` picks, with its capability and its place in its row: what
+ * resolution=raw and a counter bucket's increase read, each ordering by filing time, order of application,
+ * then place (message order, as the rows of one message are applied in that order).
  */
 const rawReadings = (where: string) => `
   SELECT raw.capabilities[i] AS capability, raw.filed_at, raw.reading_values -> (i - 1) AS value,
