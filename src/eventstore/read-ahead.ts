@@ -22,9 +22,12 @@ export interface PageReader {
 export function pageReader(
   store: Pick<EventStore, 'readAll'>,
   options: Omit<ReadAllOptions, 'after' | 'from'>,
-  onStoreRead?: () => void,
-  prepare?: (events: readonly RecordedEvent[]) => unknown,
+  hooks: {
+    readonly onStoreRead?: () => void;
+    readonly prepare?: (events: readonly RecordedEvent[]) => unknown;
+  } = {},
 ): PageReader {
+  const { onStoreRead, prepare } = hooks;
   let ahead: { after: string | undefined; page: Promise<ReadAheadPage> } | undefined;
   const readFrom = (after: string | undefined) => {
     onStoreRead?.();

@@ -29,8 +29,7 @@ export async function catchUpProjector(
   const pages = pageReader(
     store,
     { maxCount: batchSize, eventTypes: projector.eventTypes },
-    undefined,
-    projector.prepare?.bind(projector),
+    { prepare: projector.prepare?.bind(projector) },
   );
   for (let pause = 5; ;) {
     const position = (await readCheckpoint(pool, projector.name))?.position;

@@ -57,8 +57,7 @@ export async function replayPages(
   const pages = pageReader(
     store,
     { maxCount: batchSize, eventTypes: projector.eventTypes },
-    undefined,
-    projector.prepare?.bind(projector),
+    { prepare: projector.prepare?.bind(projector) },
   );
   for (;;) {
     if (options.signal?.aborted) throw new Error('replay aborted');

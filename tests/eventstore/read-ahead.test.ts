@@ -52,7 +52,7 @@ describe('reading pages of the global order one ahead', () => {
   it('prepares a page read ahead as soon as it arrives and hands the result over with it', async () => {
     await appendTicks(store, 25);
     const prepare = sinon.spy((events: readonly RecordedEvent[]) => ({ first: ticks(events)[0] }));
-    const pages = pageReader(store, { maxCount: 10, eventTypes: ['Ticked'] }, undefined, prepare);
+    const pages = pageReader(store, { maxCount: 10, eventTypes: ['Ticked'] }, { prepare });
 
     const first = await pages.read(undefined);
     expect(first.prepared, 'a page read when asked for is not prepared: nothing to overlap').to.equal(
@@ -67,9 +67,15 @@ describe('reading pages of the global order one ahead', () => {
     expect(second.prepared).to.deep.equal({ first: 10 });
 
     // A preparation that fails leaves the page without: its consumer does the work itself.
-    const failing = pageReader(store, { maxCount: 10, eventTypes: ['Ticked'] }, undefined, () => {
-      throw new Error('cannot prepare');
-    });
+    const failing = pageReader(
+      store,
+      { maxCount: 10, eventTypes: ['Ticked'] },
+      {
+        prepare: () => {
+          throw new Error('cannot prepare');
+        },
+      },
+    );
     failing.readAhead(second.lastPosition);
     const third = await failing.read(second.lastPosition);
     expect(ticks(third.events)).to.deep.equal([20, 21, 22, 23, 24]);

@@ -64,10 +64,12 @@ export function subscribeByPolling(
       const pages = pageReader(
         store,
         { maxCount: batchSize, eventTypes: options.eventTypes },
-        () => {
-          woken = false;
+        {
+          onStoreRead: () => {
+            woken = false;
+          },
+          prepare: options.prepare,
         },
-        options.prepare,
       );
       try {
         // An append between the first read and LISTEN would otherwise wait a whole idle interval.
