@@ -35,6 +35,8 @@ describe('telemetry boundaries through the API', () => {
   let api: TestApi;
   let token: string;
   let device: string;
+  let tenant: Awaited<ReturnType<typeof createTenant>>;
+  let site: string;
   const telemetry = async (query: string): Promise<Telemetry> => {
     const answer = await call(
       api,
@@ -50,9 +52,9 @@ describe('telemetry boundaries through the API', () => {
 
   before(async () => {
     api = await startTestApi();
-    const tenant = await createTenant(api, ['telemetry:read']);
+    tenant = await createTenant(api, ['telemetry:read']);
     token = await tenant.token();
-    const site = await siteOf(api, tenant.projectId, 'Berlin', 'Europe/Berlin');
+    site = await siteOf(api, tenant.projectId, 'Berlin', 'Europe/Berlin');
     device = await deviceOf(api, tenant.projectId, site, { capabilities: ['environment.temperature'] });
     const times = [
       ...hourly('2026-03-28T22:30:00.000Z', '2026-03-29T22:30:00.000Z'),
@@ -139,5 +141,52 @@ describe('telemetry boundaries through the API', () => {
       parameter: 'capabilities',
       maxPoints: 50_000,
     });
+  });
+
+  it('pages raw readings past 10,000 at the first instant it cannot serve whole, several readings to an instant', async () => {
+    const capabilities = ['environment.temperature', 'environment.humidity', 'binary.switch'];
+    const meter = await deviceOf(api, tenant.projectId, site, { capabilities });
+    // 3,400 messages of three readings at one instant each: the 10,001st reading is the second of message 3,333.
+    const start = Date.parse('2026-05-04T00:00:00.000Z');
+    const at = (n: number) => new Date(start + n * 1000).toISOString();
+    await recordReadings(
+      api.store,
+      ...Array.from({ length: 3400 }, (_, n) => ({
+        deviceId: meter,
+        projectId: tenant.projectId,
+        siteId: site,
+        receivedAt: at(n),
+        readings: [
+          { capability: 'environment.temperature', value: n },
+          { capability: 'environment.humidity', value: n % 100 },
+          { capability: 'binary.switch', value: n % 2 === 0 },
+        ],
+      })),
+    );
+    await api.catchUp();
+    const page = async (from: string) => {
+      const answer = await call(
+        api,
+        'GET',
+        `/v1/devices/${meter}/telemetry?resolution=raw&capabilities=${capabilities.join(',')}` +
+          `&from=${from}&to=2026-05-05T00:00:00Z`,
+        { token },
+      );
+      expect(answer.status, answer.text).to.equal(200);
+      return answer.body as { points: Point[]; nextFrom?: string };
+    };
+    const first = await page(at(0));
+    expect(first.points).to.have.length(9_999);
+    expect(first.nextFrom).to.equal(at(3333));
+    const second = await page(first.nextFrom!);
+    expect(second.nextFrom).to.equal(undefined);
+    const all = [...first.points, ...second.points];
+    expect(all.map((p) => `${p.time} ${p.capability_key} ${String(p.value)}`)).to.deep.equal(
+      Array.from({ length: 3400 }, (_, n) => [
+        `${at(n)} environment.temperature ${n}`,
+        `${at(n)} environment.humidity ${n % 100}`,
+        `${at(n)} binary.switch ${n % 2 === 0}`,
+      ]).flat(),
+    );
   });
 });
