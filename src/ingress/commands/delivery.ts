@@ -11,7 +11,9 @@ import { deviceStreamName } from '../../domain/devices/decider.js';
 import { decideOnStream } from '../../eventstore/handle-command.js';
 import type { EventStore } from '../../eventstore/port.js';
 import type { Pool } from '../../infra/postgres/pool.js';
-import { findAgentIdOfDevice } from '../../projections/agents/queries.js';
+import { agentsProjector } from '../../projections/agents/projector.js';
+import { findAgent, findAgentIdOfDevice } from '../../projections/agents/queries.js';
+import { waitUntilCaughtUp } from '../../projections/catch-up.js';
 import type { AgentRecord } from '../broker/agent-directory.js';
 import type { RunningBroker } from '../broker/broker.js';
 import { RejectedMessage } from '../broker/rejected-message.js';
@@ -30,6 +32,10 @@ export interface CommandDeliveryOptions {
 }
 
 const METADATA = { source: 'ingress' };
+
+/** The read model that says which agent speaks for a device, and how long a lookup waits for it to catch up. */
+const AGENTS_PROJECTION = agentsProjector();
+const AGENTS_WAIT_MS = 10_000;
 
 /**
  * Commands on the ingress side (docs/commands.md, "Delivery and outcome"). Only the broker node that holds an
@@ -63,10 +69,16 @@ export class CommandDelivery {
     );
   }
 
-  /** The agent reported `online` on this node: send every pending command of its devices. */
+  /**
+   * The agent reported `online` on this node: send every pending command of its devices. Its devices as the
+   * read model holds them now, not as when it connected: a command accepted meanwhile (while the agent's
+   * resend still ran, so it was not ready) for a device adopted since is sent only from here. Whatever
+   * `accepted` finds after the agent is marked ready, it sends itself.
+   */
   async agentOnline(agent: AgentRecord): Promise<void> {
     this.#ready.add(agent.agentId);
-    const devices = [...agent.deviceIds];
+    const current = await findAgent(this.#options.pool, agent.agentId);
+    const devices = [...new Set([...agent.deviceIds, ...(current?.deviceIds ?? [])])];
     const concurrency = this.#options.redeliveryConcurrency ?? 8;
     const next = async (): Promise<void> => {
       for (let deviceId = devices.shift(); deviceId !== undefined; deviceId = devices.shift()) {
@@ -125,9 +137,25 @@ export class CommandDelivery {
   }
 
   async #readyAgentOf(deviceId: string): Promise<string | undefined> {
-    const agent = await findAgentIdOfDevice(this.#options.pool, deviceId);
+    const agent = await this.#agentOf(deviceId);
     if (!agent || agent.revoked || !this.#ready.has(agent.agentId)) return undefined;
     return this.#broker?.holdsAgent(agent.agentId) ? agent.agentId : undefined;
+  }
+
+  /**
+   * The agent of a device, from the agents read model. A device is registered before any command to it,
+   * but the read model may not show it yet; acting on that would leave an accepted command unsent until
+   * its agent reconnects. So a device it does not know is looked up again once the read model holds every
+   * event recorded so far, waiting at most AGENTS_WAIT_MS (no wait at all when it is caught up already).
+   */
+  async #agentOf(deviceId: string): Promise<{ agentId: string; revoked: boolean } | undefined> {
+    const { pool, store } = this.#options;
+    const known = await findAgentIdOfDevice(pool, deviceId);
+    if (known) return known;
+    if (!(await waitUntilCaughtUp(pool, store, AGENTS_PROJECTION, AGENTS_WAIT_MS))) {
+      this.#logger.warn({ deviceId }, 'agents read model behind: a command waits for its agent to reconnect');
+    }
+    return findAgentIdOfDevice(pool, deviceId);
   }
 
   async #decideAndSend(
