@@ -99,6 +99,24 @@ export function waitUntilCaughtUp(
   return pollUntil(() => isCaughtUp(pool, store, projector), timeoutMs);
 }
 
+/**
+ * Waits until the projector has applied every event of its types up to `position` (inclusive), polling;
+ * false once `timeoutMs` has passed without it. Unlike waitUntilCaughtUp it does not wait for events
+ * appended after `position`, so a steady stream of newer ones cannot hold it back.
+ */
+export function waitUntilProjectedThrough(
+  pool: Pool,
+  store: EventStore,
+  projector: Pick<Projector, 'name' | 'eventTypes'>,
+  position: string,
+  timeoutMs: number,
+): Promise<boolean> {
+  return pollUntil(async () => {
+    const pending = await firstPending(pool, store, projector);
+    return pending === undefined || store.comparePositions(pending.position, position) > 0;
+  }, timeoutMs);
+}
+
 /** Polls `probe` with a pause growing from 5 to 100 ms until it holds; false once `timeoutMs` has passed. */
 async function pollUntil(probe: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;

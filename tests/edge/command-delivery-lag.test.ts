@@ -8,18 +8,16 @@ import { connectivityStreamName } from '../../src/ingress/connectivity.js';
 import { pairingStreamName } from '../../src/domain/pairing/index.js';
 import { closePairingWindow } from '../../src/pairing/windows.js';
 import { agentsProjector } from '../../src/projections/agents/projector.js';
+import { AGENT_ID_OF_DEVICE } from '../../src/projections/agents/queries.js';
 import { catchUpProjector, isCaughtUp } from '../../src/projections/catch-up.js';
 import { pairingProjector } from '../../src/projections/pairing/projector.js';
+import { ADOPTED_ON_HUB } from '../../src/projections/pairing/queries.js';
 import { registerDevice } from '../../src/registry/devices.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { provisionSimulatedAgent } from '../../src/soak/provision.js';
 import { controls } from '../support/commands.js';
 import { until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
-
-/** What the ingress asks to learn a device's agent, and what its resend asks just before the agent is ready. */
-const AGENT_OF_DEVICE = 'FROM agent_devices d WHERE d.device_id = $1';
-const ADOPTED_ON_HUB = "FROM pairing_candidates WHERE hub_id = $1 AND state = 'adopted'";
 
 interface QueryRecord {
   readonly step: 'sent' | 'answered';
@@ -53,8 +51,9 @@ function recordQueries(): QueryRecord[] {
   return records;
 }
 
-const at = (records: QueryRecord[], step: QueryRecord['step'], marker: string, value: string) =>
-  records.findIndex((r) => r.step === step && r.text.includes(marker) && r.firstValue === value);
+/** Where `statement` (one of the ingress's, as sent) with first parameter `value` was sent or answered. */
+const at = (records: QueryRecord[], step: QueryRecord['step'], statement: string, value: string) =>
+  records.findIndex((r) => r.step === step && r.text === statement && r.firstValue === value);
 
 /** A switchable device behind the hub, registered in the store only: no read model shows it yet. */
 async function switchBehind(store: EventStore, projectId: string, hubId: string): Promise<string> {
@@ -78,10 +77,13 @@ describe('command delivery while read models lag (ingress only, projected by the
   let received: ApplyCommand[] = [];
   afterEach(async () => {
     sinon.restore();
-    await sim?.stop(0);
-    await edge?.close();
-    sim = undefined;
-    edge = undefined;
+    try {
+      await sim?.stop(0);
+    } finally {
+      await edge?.close();
+      sim = undefined;
+      edge = undefined;
+    }
   });
 
   /** The ingress alone, so nothing projects unless the test does; its agent provisioned with no device. */
@@ -137,6 +139,14 @@ describe('command delivery while read models lag (ingress only, projected by the
     const types = (await c.commandEvents(deviceId, commandId)).map((e) => e.type);
     expect(types.filter((t) => t === 'CommandSent')).to.have.length(1);
     expect(received.filter((m) => m.commandId === commandId)).to.have.length(1);
+    // And its ack is taken: the simulator fails a command for a device it does not simulate, which is
+    // recorded as the agent's answer (not dropped as a foreign device's, which would leave it to expire).
+    expect(
+      await until("the agent's answer recorded", async () => {
+        const status = await c.status(deviceId, commandId);
+        return status === 'sent' ? undefined : status;
+      }),
+    ).to.equal('failed');
   };
 
   it('sends a command accepted before its agent was ready, for a device registered after the agent connected', async () => {
@@ -159,15 +169,15 @@ describe('command delivery while read models lag (ingress only, projected by the
     const commandId = await send();
     await until(
       "the ingress looked up the device's agent",
-      async () => at(queries, 'answered', AGENT_OF_DEVICE, deviceId) >= 0 || undefined,
+      async () => at(queries, 'answered', AGENT_ID_OF_DEVICE, deviceId) >= 0 || undefined,
       30_000,
     );
     // The race: the lookup found the agent before the resend read the hub's decisions, so before the agent
     // was marked ready, and the command was left for the agent's coming online.
-    const looked = queries[at(queries, 'answered', AGENT_OF_DEVICE, deviceId)]!;
+    const looked = queries[at(queries, 'answered', AGENT_ID_OF_DEVICE, deviceId)]!;
     expect(looked.rowCount, 'agent found').to.equal(1);
     const resendRead = at(queries, 'sent', ADOPTED_ON_HUB, hubId);
-    expect(resendRead === -1 || resendRead > at(queries, 'answered', AGENT_OF_DEVICE, deviceId)).to.equal(
+    expect(resendRead === -1 || resendRead > at(queries, 'answered', AGENT_ID_OF_DEVICE, deviceId)).to.equal(
       true,
     );
     expect(received, 'nothing sent while the agent was not ready').to.deep.equal([]);
@@ -190,11 +200,11 @@ describe('command delivery while read models lag (ingress only, projected by the
     const commandId = await command(store, projectId, deviceId).send();
     await until(
       "the ingress looked up the device's agent",
-      async () => at(queries, 'answered', AGENT_OF_DEVICE, deviceId) >= 0 || undefined,
+      async () => at(queries, 'answered', AGENT_ID_OF_DEVICE, deviceId) >= 0 || undefined,
       30_000,
     );
     // The fault: the read model did not know the device when the ingress first looked its agent up.
-    expect(queries[at(queries, 'answered', AGENT_OF_DEVICE, deviceId)]!.rowCount).to.equal(0);
+    expect(queries[at(queries, 'answered', AGENT_ID_OF_DEVICE, deviceId)]!.rowCount).to.equal(0);
 
     await catchUpProjector(db.pool, store, agentsProjector());
     await sentOnce(c, deviceId, commandId);

@@ -5,6 +5,8 @@ import { createLogger } from '../../src/infra/logger.js';
 import type { AgentRecord } from '../../src/ingress/broker/agent-directory.js';
 import { RejectedMessage } from '../../src/ingress/broker/rejected-message.js';
 import { CommandDelivery } from '../../src/ingress/commands/delivery.js';
+import { agentsProjector } from '../../src/projections/agents/projector.js';
+import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { registerDevice } from '../../src/registry/devices.js';
 import { controls, type Controls } from '../support/commands.js';
 import type { TestDatabase } from '../support/database.js';
@@ -45,6 +47,8 @@ describe('command acks at the ingress (before the PUBACK), against real PostgreS
     };
     c = controls(store, { projectId: 'prj_acks' });
     await c.grant(deviceId, 'binary.switch');
+    // An ack for a device missing from the connection's record is checked against the agents read model.
+    await catchUpProjector(db.pool, store, agentsProjector());
   });
   after(async () => {
     await closeEventStore({ db, store });

@@ -281,7 +281,9 @@ describe('partitioned projectors on PostgreSQL', () => {
     expect(await readCheckpoint(db.pool, 'state:0/3')).to.equal(undefined);
   });
 
-  it('devcloud projections partition: changes the count, refuses a light read model, a bad count and a busy one', async () => {
+  it('devcloud projections partition: changes the count, refuses a light read model, a bad count and a busy one', async function () {
+    // Seven CLI processes, each starting Node and tsx: 17-21 s on a 2-core CI machine running both test legs.
+    this.timeout(120_000);
     await createSites();
     await readingsAt(0);
     await catchUpAll(partitionsOf(telemetryFamily, 1));

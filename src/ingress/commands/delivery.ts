@@ -13,7 +13,7 @@ import type { EventStore } from '../../eventstore/port.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { agentsProjector } from '../../projections/agents/projector.js';
 import { findAgent, findAgentIdOfDevice } from '../../projections/agents/queries.js';
-import { waitUntilCaughtUp } from '../../projections/catch-up.js';
+import { waitUntilProjectedThrough } from '../../projections/catch-up.js';
 import type { AgentRecord } from '../broker/agent-directory.js';
 import type { RunningBroker } from '../broker/broker.js';
 import { RejectedMessage } from '../broker/rejected-message.js';
@@ -60,9 +60,25 @@ export class CommandDelivery {
     this.#broker = broker;
   }
 
-  /** A command was accepted: send it if its agent is here and ready, else it waits for the agent. */
-  async accepted(deviceId: string, commandId: string): Promise<void> {
-    const agentId = await this.#readyAgentOf(deviceId);
+  /**
+   * A command was accepted (at `position`): send it if its agent is here and ready, else it waits for the
+   * agent. A device is registered before any command to it, but the agents read model may not show it yet:
+   * then it is looked up again once that read model has applied everything up to the command, waiting at
+   * most AGENTS_WAIT_MS, as acting on the lag would leave the command unsent until its agent reconnects.
+   */
+  async accepted(deviceId: string, commandId: string, position: string): Promise<void> {
+    const { pool, store } = this.#options;
+    let agent = await findAgentIdOfDevice(pool, deviceId);
+    if (!agent) {
+      if (!(await waitUntilProjectedThrough(pool, store, AGENTS_PROJECTION, position, AGENTS_WAIT_MS))) {
+        this.#logger.warn(
+          { deviceId, commandId },
+          'agents read model behind: the command waits for its agent to come online again',
+        );
+      }
+      agent = await findAgentIdOfDevice(pool, deviceId);
+    }
+    const agentId = this.#readyHere(agent);
     if (agentId === undefined) return;
     await this.#decideAndSend(deviceId, agentId, (state) =>
       decideSend(state, commandId, 'accepted', { agentId, now: this.#options.now() }),
@@ -77,7 +93,14 @@ export class CommandDelivery {
    */
   async agentOnline(agent: AgentRecord): Promise<void> {
     this.#ready.add(agent.agentId);
-    const current = await findAgent(this.#options.pool, agent.agentId);
+    const current = await findAgent(this.#options.pool, agent.agentId).catch((error: unknown) => {
+      this.#logger.error(
+        { err: error, agentId: agent.agentId },
+        'reading the agent failed: pending commands go to the devices it had at connect',
+      );
+      return undefined;
+    });
+    if (current?.revoked) return;
     const devices = [...new Set([...agent.deviceIds, ...(current?.deviceIds ?? [])])];
     const concurrency = this.#options.redeliveryConcurrency ?? 8;
     const next = async (): Promise<void> => {
@@ -104,7 +127,9 @@ export class CommandDelivery {
     commandId: string,
     outcome: 'cancelled' | 'superseded' | 'expired',
   ): Promise<void> {
-    const agentId = await this.#readyAgentOf(deviceId);
+    // No wait for a lagging read model here: telling is only useful for a command that was sent, and
+    // sending it needed the device in the read model already.
+    const agentId = this.#readyHere(await findAgentIdOfDevice(this.#options.pool, deviceId));
     if (agentId === undefined) return;
     await this.#broker!.publishDown(agentId, 'commands', { action: 'cancel', commandId, deviceId, outcome });
   }
@@ -115,7 +140,8 @@ export class CommandDelivery {
    */
   async ack(agent: AgentRecord, commandId: string, ack: UplinkPayloads['commandAck']): Promise<void> {
     const { deviceId } = ack;
-    if (!agent.deviceIds.has(deviceId)) {
+    // The connection's record may be older than the device (adopted since, and told before it was re-read).
+    if (!agent.deviceIds.has(deviceId) && !(await this.#speaksFor(agent.agentId, deviceId))) {
       throw new RejectedMessage('foreign_device', `ack for ${deviceId}, not a device of this agent`);
     }
     const { result: known } = await decideOnStream(
@@ -136,26 +162,14 @@ export class CommandDelivery {
     if (!known) throw new RejectedMessage('unknown_command', `no command ${commandId} on device ${deviceId}`);
   }
 
-  async #readyAgentOf(deviceId: string): Promise<string | undefined> {
-    const agent = await this.#agentOf(deviceId);
+  /** The agent, if it may be sent commands through this node now. */
+  #readyHere(agent: { agentId: string; revoked: boolean } | undefined): string | undefined {
     if (!agent || agent.revoked || !this.#ready.has(agent.agentId)) return undefined;
     return this.#broker?.holdsAgent(agent.agentId) ? agent.agentId : undefined;
   }
 
-  /**
-   * The agent of a device, from the agents read model. A device is registered before any command to it,
-   * but the read model may not show it yet; acting on that would leave an accepted command unsent until
-   * its agent reconnects. So a device it does not know is looked up again once the read model holds every
-   * event recorded so far, waiting at most AGENTS_WAIT_MS (no wait at all when it is caught up already).
-   */
-  async #agentOf(deviceId: string): Promise<{ agentId: string; revoked: boolean } | undefined> {
-    const { pool, store } = this.#options;
-    const known = await findAgentIdOfDevice(pool, deviceId);
-    if (known) return known;
-    if (!(await waitUntilCaughtUp(pool, store, AGENTS_PROJECTION, AGENTS_WAIT_MS))) {
-      this.#logger.warn({ deviceId }, 'agents read model behind: a command waits for its agent to reconnect');
-    }
-    return findAgentIdOfDevice(pool, deviceId);
+  async #speaksFor(agentId: string, deviceId: string): Promise<boolean> {
+    return (await findAgentIdOfDevice(this.#options.pool, deviceId))?.agentId === agentId;
   }
 
   async #decideAndSend(

@@ -34,7 +34,7 @@ export function runCommandDispatcher(options: {
     const event = { type: recorded.type, data: recorded.data } as CommandEvent;
     switch (event.type) {
       case 'CommandAccepted':
-        return options.delivery.accepted(event.data.deviceId, event.data.commandId);
+        return options.delivery.accepted(event.data.deviceId, event.data.commandId, recorded.position);
       case 'CommandCancelled':
       case 'CommandSuperseded':
       case 'CommandExpired':

@@ -16,7 +16,8 @@ const AGENT_COLUMNS = `
 
 const AGENT_BY_ID = `SELECT ${AGENT_COLUMNS} FROM agents a WHERE a.agent_id = $1`;
 const AGENT_BY_HUB = `SELECT ${AGENT_COLUMNS} FROM agents a WHERE a.hub_id = $1`;
-const AGENT_ID_OF_DEVICE = `
+/** The agent that speaks for device $1 (exported for tests that watch when it is asked). */
+export const AGENT_ID_OF_DEVICE = `
   SELECT a.agent_id, a.revoked FROM agents a
    WHERE a.hub_id = COALESCE((SELECT d.hub_id FROM agent_devices d WHERE d.device_id = $1), $1)`;
 

@@ -32,7 +32,8 @@ const CANDIDATES_OF_SESSION = `
 const CANDIDATE = `SELECT ${CANDIDATE_COLUMNS} FROM pairing_candidates WHERE session_id = $1 AND ieee_addr = $2`;
 const OPEN_SESSIONS = `SELECT ${SESSION_COLUMNS} FROM pairing_sessions WHERE state = 'open' ORDER BY closes_at`;
 const OPEN_SESSION_OF_HUB = `SELECT ${SESSION_COLUMNS} FROM pairing_sessions WHERE hub_id = $1 AND state = 'open'`;
-const ADOPTED_ON_HUB = `
+/** The candidates adopted through hub $1 (exported for tests that watch when it is asked). */
+export const ADOPTED_ON_HUB = `
   SELECT ${CANDIDATE_COLUMNS} FROM pairing_candidates WHERE hub_id = $1 AND state = 'adopted' ORDER BY joined_at`;
 const REJECTED_ON_HUB = `
   SELECT session_id, ieee_addr FROM pairing_rejections WHERE hub_id = $1 ORDER BY ieee_addr`;
