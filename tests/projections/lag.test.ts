@@ -7,7 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics } from '../../src/infra/metrics.js';
-import { catchUpProjector } from '../../src/projections/catch-up.js';
+import { catchUpProjector, isCaughtUp, waitUntilProjectedThrough } from '../../src/projections/catch-up.js';
 import { installProjector } from '../../src/projections/checkpoints.js';
 import { measureLag } from '../../src/projections/lag.js';
 import { ProjectionLagMonitor } from '../../src/projections/lag-monitor.js';
@@ -48,6 +48,32 @@ describe('projection lag: measured from the store, on /health and /metrics', () 
     await catchUpProjector(db.pool, store, tally);
     const caughtUp = await measureLag(db.pool, store, tally, now);
     expect(caughtUp).to.deep.include({ events: 0, seconds: 0, oldestPendingAt: null });
+  });
+
+  it('is waited out up to a position: whatever is pending after it does not count', async () => {
+    const tickAt = async () =>
+      (await store.append(`clock-${randomUUID()}`, [{ id: randomUUID(), type: 'Ticked', data: {} }], 'any'))
+        .position;
+    const first = await tickAt();
+    expect(await waitUntilProjectedThrough(db.pool, store, tally, first, 100), 'not applied yet').to.equal(
+      false,
+    );
+
+    await catchUpProjector(db.pool, store, tally);
+    const second = await tickAt();
+    // Not caught up (the second event waits), yet everything up to the first is applied.
+    expect(await isCaughtUp(db.pool, store, tally)).to.equal(false);
+    expect(await waitUntilProjectedThrough(db.pool, store, tally, first, 100)).to.equal(true);
+    expect(await waitUntilProjectedThrough(db.pool, store, tally, second, 100)).to.equal(false);
+
+    // Nor does an event of another type at the position.
+    await catchUpProjector(db.pool, store, tally);
+    const other = await store.append(
+      `other-${randomUUID()}`,
+      [{ id: randomUUID(), type: 'Tocked', data: {} }],
+      'any',
+    );
+    expect(await waitUntilProjectedThrough(db.pool, store, tally, other.position, 100)).to.equal(true);
   });
 
   it('answers degraded (still 200) past the threshold and exports the gauges', async () => {
