@@ -18,9 +18,17 @@ const END = Date.parse('2026-03-29T23:30:00.000Z'); // 01:30 on the 30th in Berl
 interface Point {
   capability_key: string;
   bucket: string;
+  time: string;
   value: number;
   samples: number;
 }
+
+/**
+ * The most the simulated inverter's daily counter gains a second: 1.5 times its mean rate (signals.ts,
+ * `rising`), plus the 4-decimal rounding of each value.
+ */
+const MAX_GAIN_PER_SECOND = 0.0006 * 1.5;
+const ROUNDING = 1e-4;
 interface Telemetry {
   aggregation: string;
   points: Point[];
@@ -119,14 +127,22 @@ describe('edge path end to end: a daily counter across local midnights and a DST
     expect(minima.aggregation).to.equal('max');
 
     // The counter reset at each local midnight — 23:00Z before the jump, 22:00Z after it — so the first raw
-    // reading of each local day is near zero, and a full (23-hour) day beats the hour and a half around it.
+    // reading of each local day holds no more than the counter can gain since the reading before it (a
+    // counter that had not reset would hold the day before's total on top). Bounded by time, not by a fixed
+    // value: a loaded machine stalls the simulator's ticks, each real millisecond 3.6 simulated seconds.
     for (const midnight of ['2026-03-28T23:00:00Z', '2026-03-29T22:00:00Z']) {
+      const from = new Date(Date.parse(midnight) - 3_600_000).toISOString();
       const to = new Date(Date.parse(midnight) + 3_600_000).toISOString();
-      const raw = await telemetry(
-        `capabilities=energy.produced_today&resolution=raw&from=${midnight}&to=${to}`,
-      );
-      expect(raw.points.length, `readings after ${midnight}`).to.be.greaterThan(0);
-      expect(raw.points[0]!.value, `first reading after ${midnight}`).to.be.lessThan(0.5);
+      const raw = await telemetry(`capabilities=energy.produced_today&resolution=raw&from=${from}&to=${to}`);
+      const after = raw.points.findIndex((p) => Date.parse(p.time) >= Date.parse(midnight));
+      expect(after, `readings before and after ${midnight}`).to.be.greaterThan(0);
+      const [before, first] = [raw.points[after - 1]!, raw.points[after]!];
+      expect(before.value, `last reading before ${midnight}`).to.be.greaterThan(ROUNDING);
+      const gapSeconds = (Date.parse(first.time) - Date.parse(before.time)) / 1000;
+      expect(
+        first.value,
+        `first reading after ${midnight}, ${gapSeconds} s after the one before`,
+      ).to.be.at.most(MAX_GAIN_PER_SECOND * gapSeconds + ROUNDING);
     }
     const [evening, dstDay, nextDay] = days.points;
     expect(dstDay!.value).to.be.greaterThan(evening!.value * 10);
