@@ -95,6 +95,9 @@ const schema = z.object({
   // that the recorded count stands and `devcloud projections partition` changes it (docs/deployment.md).
   PROJECTOR_PARTITIONS: positiveInt.max(64).default(1),
   PROJECTION_IDLE_POLL_MS: positiveInt.default(500),
+  // A live projector woken by an append reads no sooner than this after its previous read, so a steady
+  // stream of small appends is applied in fewer, larger batches (docs/eventstore.md); 0 reads at once.
+  PROJECTION_COALESCE_MS: z.coerce.number().int().min(0).max(1000).default(25),
   // /health says degraded when a projector's oldest unprojected event is older than this (docs/projections.md).
   PROJECTION_LAG_DEGRADED_SECONDS: positiveInt.max(86_400).default(30),
   // How often the api role measures projection lag for /health, /metrics and the state endpoint.

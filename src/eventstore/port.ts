@@ -81,6 +81,12 @@ export interface SubscribeOptions {
   /** Upper bound on events delivered in one batch. */
   readonly batchSize?: number;
   /**
+   * Once live, a read woken by an append starts no sooner than this many milliseconds after the read
+   * before it, so appends that come close together are delivered as one batch. A first append after a
+   * quiet spell is read at once. Adapters without append wake-ups ignore it.
+   */
+  readonly minReadIntervalMs?: number;
+  /**
    * Work on a batch that may start before the batch is handed out: run on each page read ahead as soon as
    * it arrives, while the subscriber still applies the page before it; its result comes with the batch as
    * `prepared`. Adapters that do not read ahead never call it.

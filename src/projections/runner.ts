@@ -9,6 +9,8 @@ import type { PartitionShare } from './partition-share.js';
 
 export interface RunnerOptions {
   readonly batchSize: number;
+  /** SubscribeOptions.minReadIntervalMs of the live subscription (PROJECTION_COALESCE_MS). */
+  readonly coalesceMs?: number;
   readonly signal: AbortSignal;
   readonly logger: Logger;
   /** Where the leadership connection comes from: never the query pool (src/runtime/database.ts). */
@@ -88,6 +90,7 @@ async function projectWhileLeading(
       eventTypes: projector.eventTypes,
       signal: options.signal,
       batchSize: options.batchSize,
+      minReadIntervalMs: options.coalesceMs,
       prepare: projector.prepare?.bind(projector),
     });
     let position = expected;

@@ -91,6 +91,7 @@ export async function startService(
       tasks.push(
         runProjector(database.readModels, store, projector, {
           batchSize: config.PROJECTION_BATCH_SIZE,
+          coalesceMs: config.PROJECTION_COALESCE_MS,
           locks: database.locks,
           signal: background.signal,
           logger,

@@ -27,20 +27,38 @@ async function within<T>(ms: number, what: string, probe: () => T | undefined): 
   }
 }
 
-/** Follows the store from its start into `seen`, counting its reads, until `signal` aborts. */
-function follow(store: EventStore, eventTypes: string[] | undefined, signal: AbortSignal) {
+/**
+ * Follows the store from its start into `seen` (and `batches`, with when each arrived), counting its reads,
+ * until `signal` aborts.
+ */
+function follow(
+  store: EventStore,
+  eventTypes: string[] | undefined,
+  signal: AbortSignal,
+  minReadIntervalMs?: number,
+) {
   const seen: RecordedEvent[] = [];
+  const batches: { at: number; events: RecordedEvent[] }[] = [];
   let reads = 0;
+  let lastReadAt = 0;
   const counting: EventStore = Object.create(store) as EventStore;
   counting.readAll = (options) => {
     reads++;
+    lastReadAt = Date.now();
     return store.readAll(options);
   };
-  const subscription = (store as PostgresEventStore).subscribeToAll.call(counting, { eventTypes, signal });
+  const subscription = (store as PostgresEventStore).subscribeToAll.call(counting, {
+    eventTypes,
+    signal,
+    minReadIntervalMs,
+  });
   const done = (async () => {
-    for await (const batch of subscription) seen.push(...batch.events);
+    for await (const batch of subscription) {
+      seen.push(...batch.events);
+      if (batch.events.length > 0) batches.push({ at: Date.now(), events: [...batch.events] });
+    }
   })();
-  return { seen, reads: () => reads, done };
+  return { seen, batches, reads: () => reads, lastReadAt: () => lastReadAt, done };
 }
 
 describe('append notifications: which subscribers wake, and when', () => {
@@ -216,6 +234,34 @@ describe('append notifications: which subscribers wake, and when', () => {
         await writer.end().catch(() => undefined);
         await appender.end().catch(() => undefined);
       }
+    });
+
+    it('reads a lone append at once, and appends close after a read together, with minReadIntervalMs', async function () {
+      this.timeout(20_000);
+      const INTERVAL = 1500;
+      const followed = follow(store, ['Ticked'], controller.signal, INTERVAL);
+      await within(5_000, 'caught up', () => (followed.reads() > 0 ? true : undefined));
+      // A quiet spell longer than the interval: the next append is read as soon as it is announced.
+      const quietSince = followed.lastReadAt();
+      await within(5_000, 'a quiet spell', () => (Date.now() >= quietSince + INTERVAL ? true : undefined));
+      const appendedAt = Date.now();
+      await tick(store, 1);
+      await within(5_000, 'the lone append', () => (followed.batches.length === 1 ? true : undefined));
+      expect(followed.batches[0]!.at - appendedAt, 'no coalescing wait after a quiet spell').to.be.below(
+        INTERVAL,
+      );
+
+      // Three appends right after that read: each announced at once, all read together one interval later.
+      const readOfFirst = followed.lastReadAt();
+      for (const n of [2, 3, 4]) await tick(store, n);
+      const readsAfterAppends = followed.reads();
+      await within(5_000, 'the three appends', () => (followed.seen.length === 4 ? true : undefined));
+      expect(followed.batches.map((b) => b.events.map((e) => (e.data as { n: number }).n))).to.deep.equal([
+        [1],
+        [2, 3, 4],
+      ]);
+      expect(followed.reads(), 'one read for the three').to.equal(readsAfterAppends + 1);
+      expect(followed.batches[1]!.at - readOfFirst).to.be.at.least(INTERVAL - 10);
     });
 
     it('wakes a subscriber only for appends of its own event types', async function () {

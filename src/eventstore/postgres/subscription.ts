@@ -48,6 +48,7 @@ export function subscribeByPolling(
       let signalledCaughtUp = false;
       let woken = false;
       let wake: (() => void) | undefined;
+      let readStartedAt = 0;
       // The newest announced position not yet seen to be visible, and the current retry delay for it.
       let awaited: string | undefined;
       let retryMs = 0;
@@ -67,6 +68,7 @@ export function subscribeByPolling(
         {
           onStoreRead: () => {
             woken = false;
+            readStartedAt = Date.now();
           },
           prepare: options.prepare,
         },
@@ -103,6 +105,9 @@ export function subscribeByPolling(
               resolve();
             }
           });
+          // Woken by an append soon after the last read: let the appends that follow it join the batch.
+          const coalesce = readStartedAt + (options.minReadIntervalMs ?? 0) - Date.now();
+          if (woken && coalesce > 0) await delay(coalesce, options.signal);
         }
       } finally {
         wakeup.stop();
