@@ -81,9 +81,10 @@ export interface SubscribeOptions {
   /** Upper bound on events delivered in one batch. */
   readonly batchSize?: number;
   /**
-   * Once live, a read woken by an append starts no sooner than this many milliseconds after the read
-   * before it, so appends that come close together are delivered as one batch. A first append after a
-   * quiet spell is read at once. Adapters without append wake-ups ignore it.
+   * Once live, a read woken by an append (during the consumer's work on a batch or after) starts no sooner
+   * than this many milliseconds after the previous read that delivered events began, so appends that come
+   * close together are delivered as one batch. A first append after a quiet spell is read at once. Adapters
+   * without append wake-ups ignore it.
    */
   readonly minReadIntervalMs?: number;
   /**

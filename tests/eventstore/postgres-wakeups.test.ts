@@ -10,6 +10,7 @@ import { READ_MODEL_WRITERS } from '../../src/eventstore/postgres/read-model-wri
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { until } from '../support/edge-agent.js';
 
 /** Appends a Ticked event numbered `n` to a stream of its own. */
 function tick(store: EventStore, n: number) {
@@ -29,13 +30,13 @@ async function within<T>(ms: number, what: string, probe: () => T | undefined): 
 
 /**
  * Follows the store from its start into `seen` (and `batches`, with when each arrived), counting its reads,
- * until `signal` aborts.
+ * until `signal` aborts; taking `applyMs` over each batch of events, as a projector applying it would.
  */
 function follow(
   store: EventStore,
   eventTypes: string[] | undefined,
   signal: AbortSignal,
-  minReadIntervalMs?: number,
+  { minReadIntervalMs, applyMs = 0 }: { minReadIntervalMs?: number; applyMs?: number } = {},
 ) {
   const seen: RecordedEvent[] = [];
   const batches: { at: number; events: RecordedEvent[] }[] = [];
@@ -55,7 +56,9 @@ function follow(
   const done = (async () => {
     for await (const batch of subscription) {
       seen.push(...batch.events);
-      if (batch.events.length > 0) batches.push({ at: Date.now(), events: [...batch.events] });
+      if (batch.events.length === 0) continue;
+      batches.push({ at: Date.now(), events: [...batch.events] });
+      if (applyMs > 0) await new Promise((resolve) => setTimeout(resolve, applyMs));
     }
   })();
   return { seen, batches, reads: () => reads, lastReadAt: () => lastReadAt, done };
@@ -119,7 +122,13 @@ describe('append notifications: which subscribers wake, and when', () => {
       try {
         const followed = follow(store, ['Ticked'], controller.signal);
         await within(5_000, 'the LISTEN under way', () => (listenPending ? true : undefined));
-        await tick(store, 1);
+        const { position } = await tick(store, 1);
+        // Visible before LISTEN completes, so the subscriber's first read finds it: a reader's horizon may
+        // hide a committed event for a moment under load from other databases (docs/eventstore.md), and
+        // this test is about the notification that is lost meanwhile, not about that moment.
+        await until('the append visible to readers', async () =>
+          (await store.headPosition()) === position ? true : undefined,
+        );
         releaseListen();
         await within(5_000, 'the append made before LISTEN, delivered', () =>
           followed.seen.length === 1 ? true : undefined,
@@ -236,22 +245,24 @@ describe('append notifications: which subscribers wake, and when', () => {
       }
     });
 
-    it('reads a lone append at once, and appends close after a read together, with minReadIntervalMs', async function () {
+    it('reads a lone append at once, and appends made while a batch is applied together, with minReadIntervalMs', async function () {
       this.timeout(20_000);
       const INTERVAL = 1500;
-      const followed = follow(store, ['Ticked'], controller.signal, INTERVAL);
+      // Each batch takes 300 ms to apply: the appends below are announced during it, not while it sleeps.
+      const followed = follow(store, ['Ticked'], controller.signal, {
+        minReadIntervalMs: INTERVAL,
+        applyMs: 300,
+      });
       await within(5_000, 'caught up', () => (followed.reads() > 0 ? true : undefined));
-      // A quiet spell longer than the interval: the next append is read as soon as it is announced.
-      const quietSince = followed.lastReadAt();
-      await within(5_000, 'a quiet spell', () => (Date.now() >= quietSince + INTERVAL ? true : undefined));
+      // Right after a read that found nothing: an append is read as soon as it is announced.
       const appendedAt = Date.now();
       await tick(store, 1);
       await within(5_000, 'the lone append', () => (followed.batches.length === 1 ? true : undefined));
-      expect(followed.batches[0]!.at - appendedAt, 'no coalescing wait after a quiet spell').to.be.below(
+      expect(followed.batches[0]!.at - appendedAt, 'no coalescing wait for a lone append').to.be.below(
         INTERVAL,
       );
 
-      // Three appends right after that read: each announced at once, all read together one interval later.
+      // Three appends while that batch is applied: all read together, one interval after the read before.
       const readOfFirst = followed.lastReadAt();
       for (const n of [2, 3, 4]) await tick(store, n);
       const readsAfterAppends = followed.reads();

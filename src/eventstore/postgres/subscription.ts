@@ -14,6 +14,7 @@ export interface AppendWakeup {
 
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
     const timer = setTimeout(done, ms);
     signal?.addEventListener('abort', done, { once: true });
     function done() {
@@ -49,6 +50,8 @@ export function subscribeByPolling(
       let woken = false;
       let wake: (() => void) | undefined;
       let readStartedAt = 0;
+      // When the last read that delivered events began: coalescing counts from it (minReadIntervalMs).
+      let deliveredReadAt = 0;
       // The newest announced position not yet seen to be visible, and the current retry delay for it.
       let awaited: string | undefined;
       let retryMs = 0;
@@ -81,32 +84,37 @@ export function subscribeByPolling(
           if (page.lastPosition !== undefined) after = page.lastPosition;
           // Behind: the next page is read while the consumer handles this one.
           if (!page.atEnd) pages.readAhead(after);
+          if (page.events.length > 0) deliveredReadAt = readStartedAt;
           if (page.events.length > 0 || (page.atEnd && !signalledCaughtUp)) {
             signalledCaughtUp = page.atEnd;
             yield { events: page.events, checkpoint: after, caughtUp: page.atEnd, prepared: page.prepared };
           }
-          if (!page.atEnd || woken || options.signal?.aborted) continue;
-          if (awaited !== undefined && (after === undefined || after < awaited)) {
-            retryMs = Math.min(idlePollMs, Math.max(HIDDEN_RETRY_FIRST_MS, retryMs * 2));
-            // Events deleted before anyone read them never become visible: stop chasing after one idle interval.
-            if (retryMs >= idlePollMs) awaited = undefined;
-          } else {
-            awaited = undefined;
-            retryMs = 0;
-          }
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(done, awaited === undefined ? idlePollMs : retryMs);
-            options.signal?.addEventListener('abort', done, { once: true });
-            wake = done;
-            function done() {
-              clearTimeout(timer);
-              options.signal?.removeEventListener('abort', done);
-              wake = undefined;
-              resolve();
+          if (!page.atEnd || options.signal?.aborted) continue;
+          if (!woken) {
+            if (awaited !== undefined && (after === undefined || after < awaited)) {
+              retryMs = Math.min(idlePollMs, Math.max(HIDDEN_RETRY_FIRST_MS, retryMs * 2));
+              // Events deleted before anyone read them never become visible: stop chasing after one idle interval.
+              if (retryMs >= idlePollMs) awaited = undefined;
+            } else {
+              awaited = undefined;
+              retryMs = 0;
             }
-          });
-          // Woken by an append soon after the last read: let the appends that follow it join the batch.
-          const coalesce = readStartedAt + (options.minReadIntervalMs ?? 0) - Date.now();
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(done, awaited === undefined ? idlePollMs : retryMs);
+              options.signal?.addEventListener('abort', done, { once: true });
+              wake = done;
+              function done() {
+                clearTimeout(timer);
+                options.signal?.removeEventListener('abort', done);
+                wake = undefined;
+                resolve();
+              }
+            });
+          }
+          // Woken by an append (while the batch was applied, or since) soon after a read that delivered
+          // events: the appends announced meanwhile join the next read. A lone append after a quiet spell
+          // is read at once, as reads that found nothing do not count.
+          const coalesce = deliveredReadAt + (options.minReadIntervalMs ?? 0) - Date.now();
           if (woken && coalesce > 0) await delay(coalesce, options.signal);
         }
       } finally {
