@@ -26,6 +26,7 @@ export async function withCliContext<T>(work: (context: CliContext) => Promise<T
       followerReads: config.EVENTSTORE_FOLLOWER_READS,
       pool: database.pool,
       databaseUrl: database.url,
+      idlePollMs: config.PROJECTION_IDLE_POLL_MS,
     });
     try {
       return await work({ config, logger, database, store });

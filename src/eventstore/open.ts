@@ -12,6 +12,8 @@ export async function openEventStore(options: {
   followerReads?: boolean;
   pool: Pool;
   databaseUrl: string;
+  /** Postgres: how long a subscription at the head waits for an append before it reads anyway. */
+  idlePollMs?: number;
 }): Promise<EventStore> {
   const url = options.eventStoreUrl;
   if (url && /^(kurrentdb|esdb)(\+discover)?:\/\//.test(url)) {
@@ -23,5 +25,8 @@ export async function openEventStore(options: {
       'EVENTSTORE_URL may name a KurrentDB server; a Postgres event store lives in DATABASE_URL',
     );
   }
-  return new PostgresEventStore(options.pool, { connectionString: options.databaseUrl });
+  return new PostgresEventStore(options.pool, {
+    connectionString: options.databaseUrl,
+    idlePollMs: options.idlePollMs,
+  });
 }

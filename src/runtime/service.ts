@@ -58,6 +58,7 @@ export async function startService(
     followerReads: config.EVENTSTORE_FOLLOWER_READS,
     pool: database.pool,
     databaseUrl: database.url,
+    idlePollMs: config.PROJECTION_IDLE_POLL_MS,
   });
   const projectors = allProjectors(await partitioningOf(database.pool, config.PROJECTOR_PARTITIONS, logger));
   // Read-model tables exist before any role answers, even where no projector runs in this process.
