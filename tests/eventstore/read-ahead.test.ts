@@ -21,7 +21,10 @@ async function appendTicks(store: EventStore, count: number) {
   const { position } = await store.append(`clock-${randomUUID()}`, events, 'any');
   await until(
     'the ticks visible to readers',
-    async () => ((await store.headPosition()) === position ? true : undefined),
+    async () => {
+      const head = await store.headPosition();
+      return head !== undefined && store.comparePositions(head, position) >= 0 ? true : undefined;
+    },
     10_000,
   );
 }

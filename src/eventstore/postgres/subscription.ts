@@ -71,7 +71,8 @@ export function subscribeByPolling(
         {
           onStoreRead: () => {
             woken = false;
-            readStartedAt = Date.now();
+            // A monotonic clock: a step of the wall clock must not stretch the coalescing wait.
+            readStartedAt = performance.now();
           },
           prepare: options.prepare,
         },
@@ -82,9 +83,10 @@ export function subscribeByPolling(
         while (!options.signal?.aborted) {
           const page = await pages.read(after);
           if (page.lastPosition !== undefined) after = page.lastPosition;
+          // Before a read ahead begins, which would move readStartedAt.
+          if (page.events.length > 0) deliveredReadAt = readStartedAt;
           // Behind: the next page is read while the consumer handles this one.
           if (!page.atEnd) pages.readAhead(after);
-          if (page.events.length > 0) deliveredReadAt = readStartedAt;
           if (page.events.length > 0 || (page.atEnd && !signalledCaughtUp)) {
             signalledCaughtUp = page.atEnd;
             yield { events: page.events, checkpoint: after, caughtUp: page.atEnd, prepared: page.prepared };
@@ -114,7 +116,7 @@ export function subscribeByPolling(
           // Woken by an append (while the batch was applied, or since) soon after a read that delivered
           // events: the appends announced meanwhile join the next read. A lone append after a quiet spell
           // is read at once, as reads that found nothing do not count.
-          const coalesce = deliveredReadAt + (options.minReadIntervalMs ?? 0) - Date.now();
+          const coalesce = deliveredReadAt + (options.minReadIntervalMs ?? 0) - performance.now();
           if (woken && coalesce > 0) await delay(coalesce, options.signal);
         }
       } finally {
