@@ -9,8 +9,7 @@ import { APPEND_EVENTS } from '../../src/eventstore/postgres/sql.js';
 import { READ_MODEL_WRITERS } from '../../src/eventstore/postgres/read-model-writers.js';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
-import { until } from '../support/edge-agent.js';
+import { closeEventStore, openEventStore, untilVisible } from '../support/event-store.js';
 
 /** Appends a Ticked event numbered `n` to a stream of its own. */
 function tick(store: EventStore, n: number) {
@@ -27,10 +26,6 @@ async function within<T>(ms: number, what: string, probe: () => T | undefined): 
     await new Promise((r) => setTimeout(r, 10));
   }
 }
-
-/** True once the visible head has reached `position` (undefined otherwise, for `until`). */
-const atHead = (store: EventStore, head: string | undefined, position: string) =>
-  head !== undefined && store.comparePositions(head, position) >= 0 ? true : undefined;
 
 /**
  * Follows the store from its start into `seen` (and `batches`, with when each arrived), counting its reads,
@@ -130,9 +125,7 @@ describe('append notifications: which subscribers wake, and when', () => {
         // Visible before LISTEN completes, so the subscriber's first read finds it: a reader's horizon may
         // hide a committed event for a moment under load from other databases (docs/eventstore.md), and
         // this test is about the notification that is lost meanwhile, not about that moment.
-        await until('the append visible to readers', async () =>
-          atHead(store, await store.headPosition(), position),
-        );
+        await untilVisible(store, position);
         releaseListen();
         await within(5_000, 'the append made before LISTEN, delivered', () =>
           followed.seen.length === 1 ? true : undefined,

@@ -6,27 +6,15 @@ import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
 import { pageReader } from '../../src/eventstore/read-ahead.js';
 import { replayPages } from '../../src/projections/replay.js';
 import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { closeEventStore, openEventStore, untilVisible } from '../support/event-store.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
 import { until } from '../support/edge-agent.js';
 
-/**
- * Appends `count` ticks in one transaction and waits until readers see them. The read horizon may hide a
- * committed event for a moment: a transaction that was running when a reader's snapshot was taken and
- * ended before its database could be told counts as ours (docs/eventstore.md), which happens under load
- * from other databases on the same server. These tests are about pages, not about that moment.
- */
+/** Appends `count` ticks in one transaction and waits until readers see them (these tests are about pages). */
 async function appendTicks(store: EventStore, count: number) {
   const events = Array.from({ length: count }, (_, n) => ({ id: randomUUID(), type: 'Ticked', data: { n } }));
   const { position } = await store.append(`clock-${randomUUID()}`, events, 'any');
-  await until(
-    'the ticks visible to readers',
-    async () => {
-      const head = await store.headPosition();
-      return head !== undefined && store.comparePositions(head, position) >= 0 ? true : undefined;
-    },
-    10_000,
-  );
+  await untilVisible(store, position);
 }
 
 const ticks = (events: readonly RecordedEvent[]) => events.map((e) => (e.data as { n: number }).n);

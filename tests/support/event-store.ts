@@ -1,5 +1,7 @@
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { EventStore } from '../../src/eventstore/port.js';
 import { freshDatabase, type TestDatabase } from './database.js';
+import { until } from './edge-agent.js';
 
 /** A fresh migrated database with a PostgreSQL event store over it: what most suites start from. */
 export interface RunningEventStore {
@@ -26,4 +28,21 @@ export async function openEventStore(options: StoreOptions = {}): Promise<Runnin
 export async function closeEventStore(running: Partial<RunningEventStore>): Promise<void> {
   await running.store?.close();
   await running.db?.drop();
+}
+
+/**
+ * Waits until readers see the event at `position`. The read horizon may hide a committed event for a
+ * moment: a transaction that was running when a reader's snapshot was taken and ended before its database
+ * could be told counts as ours (docs/eventstore.md), which happens under load from other databases on the
+ * same server. Tests that read right after an append, and are not about that moment, wait here first.
+ */
+export function untilVisible(store: EventStore, position: string, ms = 10_000): Promise<true> {
+  return until(
+    'the append visible to readers',
+    async () => {
+      const head = await store.headPosition();
+      return head !== undefined && store.comparePositions(head, position) >= 0 ? true : undefined;
+    },
+    ms,
+  );
 }
