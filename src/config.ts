@@ -65,10 +65,12 @@ const schema = z.object({
   HTTP_REQUEST_TIMEOUT_MS: positiveInt.max(3_600_000).default(30_000),
   HTTP_MAX_CONNECTIONS: positiveInt.default(10_000),
   // Live stream (docs/api.md, "Live stream"): concurrent streams per OAuth client and API process; frames
-  // kept in memory for resumes; unsent bytes a client may hold before it is cut as too slow.
+  // kept in memory for resumes; unsent bytes a client may hold before live frames wait for it (it is caught up
+  // at its pace instead); how long it may read none of them before it is cut as too slow.
   LIVE_MAX_STREAMS_PER_CLIENT: positiveInt.max(10_000).default(10),
   LIVE_WINDOW_FRAMES: positiveInt.max(5_000_000).default(50_000),
   LIVE_CLIENT_BUFFER_BYTES: positiveInt.min(16_384).default(1_048_576),
+  LIVE_CLIENT_STALL_MS: positiveInt.min(100).max(600_000).default(30_000),
   // Set: token-signing private keys are stored AES-256-GCM encrypted under it. Unset: stored in clear.
   SIGNING_KEY_ENCRYPTION_KEY: z
     .string()

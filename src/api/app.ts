@@ -93,6 +93,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
       maxStreamsPerClient: deps.config.LIVE_MAX_STREAMS_PER_CLIENT,
       slots: deps.limits?.streams,
       maxBufferedBytes: deps.config.LIVE_CLIENT_BUFFER_BYTES,
+      stallMs: deps.config.LIVE_CLIENT_STALL_MS,
       revoked: auth.revoked,
       now: deps.now ?? Date.now,
     }),

@@ -4,6 +4,7 @@ import http from 'node:http';
 import { connect } from 'node:net';
 import sinon from 'sinon';
 import { LiveDirectory } from '../../src/api/live/directory.js';
+import { LiveStream } from '../../src/api/live/stream.js';
 import { framesOf } from '../../src/api/live/frames.js';
 import { deviceStreamName } from '../../src/domain/devices/index.js';
 import { revokeClient } from '../../src/identity/clients.js';
@@ -44,6 +45,9 @@ describe('GET /v1/live: heartbeat, stream_error, command_update, server timeouts
     before(async () => {
       ({ api, tenant, device } = await setUp({
         LIVE_CLIENT_BUFFER_BYTES: '16384',
+        LIVE_CLIENT_STALL_MS: '1000',
+        // Smaller than a burst: a stream that falls behind in one is caught up from the store, then the window.
+        LIVE_WINDOW_FRAMES: '2000',
         HTTP_HEADERS_TIMEOUT_MS: '500',
         HTTP_REQUEST_TIMEOUT_MS: '1000',
       }));
@@ -156,6 +160,50 @@ describe('GET /v1/live: heartbeat, stream_error, command_update, server timeouts
       expect(resumed.frames('telemetry').length, 'no replay_gap, no stream_error').to.equal(rest);
       expect(resumedIds[0]! > ids.at(-1)!).to.equal(true);
       expect(resumedIds.every((id, i) => i === 0 || id > resumedIds[i - 1]!)).to.equal(true);
+    });
+
+    it('keeps a client that reads when the hub hands it a burst past its buffer bound: it is caught up from the store and gets every frame', async function () {
+      const token = await tenant.token();
+      const stream = await openLive(api.baseUrl, { token, query: 'types=telemetry' });
+      open.push(stream);
+      await until('stream registered', async () => api.live.streamCount === 1);
+      // Watch, change nothing: `offer` returns true when a frame takes the stream past its bound.
+      const offers = sinon.spy(LiveStream.prototype, 'offer');
+      const reads = sinon.spy(api.store, 'readAll');
+      try {
+        // One append, so the hub reads it as one batch and offers all its frames in one synchronous turn:
+        // far more than the bound and the loopback socket's buffers, while the client is reading.
+        const frames = 200 * 50;
+        await recordReadings(
+          api.store,
+          ...Array.from({ length: 200 }, (_, m) => ({
+            deviceId: device,
+            projectId: tenant.projectId,
+            receivedAt: new Date().toISOString(),
+            readings: Array.from({ length: 50 }, (_, i) => ({
+              capability: 'environment.temperature',
+              value: m * 50 + i,
+            })),
+          })),
+        );
+        await stream.waitFor(`${frames} frames`, () => stream.frames().length >= frames, 60_000);
+        expect(offers.returnValues, 'the burst took the stream past its bound').to.include(true);
+        const taken = offers.returnValues.indexOf(true) + 1;
+        expect(taken, 'the hub offered only part of the burst live').to.be.lessThan(frames - 2000);
+        expect(
+          reads.args.some(([options]) => options.eventTypes?.includes('ReadingsRecorded')),
+          'the rest, older than the window, was read from the store',
+        ).to.equal(true);
+        const received = stream.frames();
+        expect(received.map((f) => f.type)).to.deep.equal(Array(frames).fill('telemetry'));
+        expect(received.map((f) => f.data.value)).to.deep.equal(Array.from({ length: frames }, (_, i) => i));
+        const ids = received.map((f) => f.id!);
+        expect(ids.every((id, i) => i === 0 || id > ids[i - 1]!)).to.equal(true);
+        expect(api.live.streamCount, 'still open').to.equal(1);
+      } finally {
+        offers.restore();
+        reads.restore();
+      }
     });
 
     it('closes a request whose headers never finish (slowloris), yet keeps a live stream open past the request timeout', async () => {

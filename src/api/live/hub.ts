@@ -155,6 +155,11 @@ export class LiveHub {
 
   detach(stream: LiveStream): void {
     this.#streams.delete(stream);
+    this.#unregister(stream);
+  }
+
+  /** Takes `stream` off live delivery; it stays one of ours (the hub does not rest under it). */
+  #unregister(stream: LiveStream): void {
     const streams = this.#projects.get(stream.projectId);
     if (!streams) return;
     streams.all.delete(stream);
@@ -240,12 +245,28 @@ export class LiveHub {
     }
   }
 
+  /**
+   * A live stream that a frame took past its buffer bound: off live delivery, and once its client has read,
+   * caught up from its cursor (the window or the store) at its pace, then joined again.
+   */
+  #fallBehind(stream: LiveStream): void {
+    this.#unregister(stream);
+    void (async () => {
+      try {
+        if (await stream.drained()) await this.#catchUp(stream);
+      } catch (error) {
+        this.#options.logger.warn({ err: error }, 'live stream catch-up failed');
+        stream.end('unavailable');
+      }
+    })();
+  }
+
   /** Synchronously: the window's frames after `cursor`, then registration for everything after them. */
   #join(stream: LiveStream, cursor: string): void {
     if (stream.closed) return;
     stream.passTo(cursor);
     for (let i = this.#firstAfter(stream.cursor); i < this.#window.length && !stream.closed; i++) {
-      stream.offer(this.#window[i]!);
+      if (stream.offer(this.#window[i]!)) return this.#fallBehind(stream);
     }
     if (stream.closed) return;
     let streams = this.#projects.get(stream.projectId);
@@ -352,10 +373,15 @@ export class LiveHub {
     }
     const streams = this.#projects.get(frame.projectId);
     if (!streams) return;
-    for (const stream of streams.all) stream.offer(frame);
+    // A stream taken off delivery while its set is iterated is not visited again (Set iteration allows it).
+    for (const stream of streams.all) this.#offer(stream, frame);
     if (frame.deviceId !== null)
-      for (const stream of streams.byDevice.get(frame.deviceId) ?? []) stream.offer(frame);
+      for (const stream of streams.byDevice.get(frame.deviceId) ?? []) this.#offer(stream, frame);
     if (frame.hubId !== null && frame.hubId !== frame.deviceId)
-      for (const stream of streams.byDevice.get(frame.hubId) ?? []) stream.offer(frame);
+      for (const stream of streams.byDevice.get(frame.hubId) ?? []) this.#offer(stream, frame);
+  }
+
+  #offer(stream: LiveStream, frame: LiveFrame): void {
+    if (stream.offer(frame)) this.#fallBehind(stream);
   }
 }

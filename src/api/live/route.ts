@@ -88,6 +88,7 @@ export interface LiveRouteOptions {
   /** Counts streams across the API processes (CLUSTER_REDIS_URL); absent: in this process. */
   readonly slots?: StreamSlotPool;
   readonly maxBufferedBytes: number;
+  readonly stallMs: number;
   /** The clients revoked lately: their open streams end within REVOKED_CLIENTS_TTL_MS plus this sweep. */
   readonly revoked?: Pick<RevokedClients, 'has'>;
   readonly now: () => number;
@@ -124,6 +125,7 @@ export function liveRoutes(options: LiveRouteOptions): Router {
       filter,
       heartbeatMs,
       maxBufferedBytes: options.maxBufferedBytes,
+      stallMs: options.stallMs,
       expiresAtMs: principal.expiresAt * 1000,
       now: options.now,
       onClose: (s) => {

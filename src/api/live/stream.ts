@@ -32,8 +32,10 @@ export interface LiveStreamOptions {
   readonly clientId: string;
   readonly filter: LiveFilter;
   readonly heartbeatMs: number;
-  /** Bytes the socket may hold unsent before a live stream is cut as too slow. */
+  /** Bytes the socket may hold unsent before a live stream stops taking live frames and is caught up instead. */
   readonly maxBufferedBytes: number;
+  /** How long a client may take none of its unsent bytes before it is cut as too slow. */
+  readonly stallMs: number;
   /** When the token ends (epoch ms): the stream ends with it. */
   readonly expiresAtMs: number;
   readonly now: () => number;
@@ -42,9 +44,12 @@ export interface LiveStreamOptions {
 
 /**
  * One client's SSE response. Frames come either from a catch-up read (`push`, which waits for the socket to
- * drain) or from the hub (`offer`, which never waits: a client whose unsent bytes pass the bound is cut with
- * stream_error too_slow and resumes by id). `cursor` is the key of the last frame passed by; frames at or
- * before it are dropped, which is what makes the switch from catch-up to live seamless.
+ * drain) or from the hub (`offer`, which never waits). When a live frame takes the unsent bytes past the bound
+ * the stream takes no more live frames and the hub catches it up from its cursor instead, at the client's pace:
+ * a burst (the hub reading a backlog in one batch) must not cut a client that reads. Only a client that takes
+ * none of its unsent bytes for `stallMs` is cut, with stream_error too_slow, and resumes by id. `cursor` is the
+ * key of the last frame passed by; frames at or before it are dropped, which is what makes the switches
+ * between catch-up and live seamless.
  */
 export class LiveStream {
   cursor = '';
@@ -52,6 +57,8 @@ export class LiveStream {
   #heartbeat: NodeJS.Timeout | undefined;
   #expiry: NodeJS.Timeout | undefined;
   #drained: (() => void) | undefined;
+  /** Past its bound: live frames are not taken until the hub has caught the stream up. */
+  #behind = false;
 
   constructor(
     private readonly res: ServerResponse,
@@ -100,21 +107,47 @@ export class LiveStream {
     this.#write(`${id ? `id: ${id}\n` : ''}event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
-  /** Live delivery from the hub (and the window's replay, which holds every project's frames). */
-  offer(frame: LiveFrame): void {
-    if (!this.#takes(frame)) return;
+  /**
+   * Live delivery from the hub (and the window's replay, which holds every project's frames). True when this
+   * frame took the stream past its bound: from then on it takes no live frame (its cursor stays on this one)
+   * until `drained` has seen the client read; the hub is to catch it up from the cursor.
+   */
+  offer(frame: LiveFrame): boolean {
+    if (this.#behind || !this.#takes(frame)) return false;
     this.#write(frame.text);
-    if (this.res.writableLength > this.options.maxBufferedBytes) this.end('too_slow');
+    this.#behind = this.res.writableLength > this.options.maxBufferedBytes;
+    return this.#behind;
   }
 
   /** Catch-up delivery: waits while the socket's buffer is full rather than cutting. */
   async push(frame: LiveFrame): Promise<void> {
     if (!this.#takes(frame)) return;
     this.#write(frame.text);
+    await this.drained();
+  }
+
+  /**
+   * Resolves once the socket's buffer is below its high-water mark, true if the stream is still open. A client
+   * that takes none of the unsent bytes for `stallMs` is cut with too_slow (false); one that reads slowly is
+   * waited for.
+   */
+  async drained(): Promise<boolean> {
     // 'drain' follows only a write that found the buffer past its high-water mark.
     while (!this.#closed && this.res.writableNeedDrain) {
-      await new Promise<void>((resolve) => (this.#drained = resolve));
+      const unsent = this.res.writableLength;
+      const drained = await new Promise<boolean>((resolve) => {
+        const stalled = setTimeout(() => resolve(false), this.options.stallMs);
+        this.#drained = () => {
+          clearTimeout(stalled);
+          resolve(true);
+        };
+      });
+      this.#drained = undefined;
+      if (!drained && this.res.writableLength >= unsent) this.end('too_slow');
     }
+    if (this.#closed) return false;
+    this.#behind = false;
+    return true;
   }
 
   /** Moves the cursor without a frame: a catch-up read passed positions that yield nothing for us. */

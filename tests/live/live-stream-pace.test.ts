@@ -1,0 +1,163 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { expect } from 'chai';
+import sinon from 'sinon';
+import type { LiveFrame } from '../../src/api/live/frames.js';
+import { LiveStream } from '../../src/api/live/stream.js';
+
+const BOUND = 16_384;
+const STALL_MS = 1000;
+const HIGH_WATER_MARK = 16_384;
+
+/**
+ * What LiveStream sees of an HTTP response whose client reads at the pace the test sets: bytes written stay
+ * unsent until `take` says the client has read them, with 'drain' as Node emits it. Over a real loopback
+ * socket the kernel's buffers and TCP window updates decide when bytes move, which no test could pace.
+ */
+class PacedResponse extends EventEmitter {
+  written = '';
+  writableLength = 0;
+  writableNeedDrain = false;
+  ended = false;
+  readonly socket = undefined;
+
+  writeHead(): this {
+    return this;
+  }
+
+  write(text: string): boolean {
+    this.written += text;
+    this.writableLength += Buffer.byteLength(text);
+    if (this.writableLength >= HIGH_WATER_MARK) this.writableNeedDrain = true;
+    return !this.writableNeedDrain;
+  }
+
+  /** The client reads `bytes` of what waits. */
+  take(bytes: number): void {
+    this.writableLength = Math.max(0, this.writableLength - bytes);
+    if (this.writableNeedDrain && this.writableLength === 0) {
+      this.writableNeedDrain = false;
+      this.emit('drain');
+    }
+  }
+
+  end(): void {
+    this.ended = true;
+  }
+
+  destroy(): void {
+    this.emit('close');
+  }
+}
+
+let sequence = 0;
+function frame(): LiveFrame {
+  sequence += 1;
+  const key = String(sequence).padStart(12, '0');
+  return {
+    key,
+    type: 'telemetry',
+    projectId: 'prj_pace',
+    deviceId: 'dev_pace',
+    hubId: null,
+    capability: 'environment.temperature',
+    text: `id: ${key}\nevent: telemetry\ndata: {"value":"${'x'.repeat(900)}"}\n\n`,
+  };
+}
+
+describe('LiveStream pacing: behind is not cut, stalled is', () => {
+  let clock: sinon.SinonFakeTimers;
+  let res: PacedResponse;
+  let stream: LiveStream;
+
+  beforeEach(() => {
+    clock = sinon.useFakeTimers();
+    res = new PacedResponse();
+    stream = new LiveStream(res as unknown as ServerResponse, {
+      projectId: 'prj_pace',
+      clientId: 'cli_pace',
+      filter: { types: new Set(['telemetry']), deviceIds: undefined, capabilities: undefined },
+      heartbeatMs: 60_000,
+      maxBufferedBytes: BOUND,
+      stallMs: STALL_MS,
+      expiresAtMs: Date.now() + 3_600_000,
+      now: () => Date.now(),
+      onClose: () => {},
+    });
+    stream.open();
+  });
+  afterEach(() => {
+    stream.end('shutdown');
+    clock.restore();
+  });
+
+  /** Offers live frames until one takes the stream past its bound; returns that frame. */
+  function offerPastBound(): LiveFrame {
+    for (let i = 0; i < 100; i++) {
+      const next = frame();
+      if (stream.offer(next)) return next;
+      expect(res.writableLength, 'below the bound, a frame is taken').to.be.at.most(BOUND);
+    }
+    throw new Error('never passed the bound');
+  }
+
+  it('given a live stream, when a frame takes it past its bound, then it takes no live frame until the client has read', async () => {
+    const last = offerPastBound();
+    expect(res.writableLength).to.be.greaterThan(BOUND);
+    expect(stream.cursor).to.equal(last.key);
+    const before = res.written;
+    expect(stream.offer(frame()), 'already behind: not the moment it fell').to.equal(false);
+    expect(res.written, 'nothing written while behind').to.equal(before);
+    expect(stream.cursor, 'the cursor stays on the last frame written').to.equal(last.key);
+
+    const open = stream.drained();
+    res.take(res.writableLength);
+    expect(await open).to.equal(true);
+    const next = frame();
+    expect(stream.offer(next)).to.equal(false);
+    expect(res.written.endsWith(next.text), 'live again once drained').to.equal(true);
+  });
+
+  it('given a stream past its bound, when the client reads some of it in every stall period, then it is waited for, never cut', async () => {
+    offerPastBound();
+    let settled: boolean | undefined;
+    void stream.drained().then((open) => (settled = open));
+    // Six stall periods in all, a little read in each: far longer than one stall, yet never stalled.
+    for (let i = 0; i < 6; i++) {
+      await clock.tickAsync(STALL_MS - 100);
+      res.take(1000);
+    }
+    expect(settled, 'still waiting after six stall periods').to.equal(undefined);
+    expect(res.written).not.to.include('stream_error');
+    res.take(res.writableLength);
+    await clock.tickAsync(0);
+    expect(settled).to.equal(true);
+    expect(stream.closed).to.equal(false);
+  });
+
+  it('given a stream past its bound, when the client reads nothing for the stall time, then it is cut with too_slow', async () => {
+    offerPastBound();
+    let settled: boolean | undefined;
+    void stream.drained().then((open) => (settled = open));
+    await clock.tickAsync(STALL_MS - 1);
+    expect(settled, 'not before the stall time').to.equal(undefined);
+    await clock.tickAsync(1);
+    expect(settled).to.equal(false);
+    expect(stream.closed).to.equal(true);
+    expect(res.ended).to.equal(true);
+    expect(res.written.endsWith('event: stream_error\ndata: {"reason":"too_slow"}\n\n')).to.equal(true);
+  });
+
+  it('given a catch-up read, when the client stalls on a pushed frame, then it is cut with too_slow too', async () => {
+    // A push writes at once and waits only when its frame fills the buffer.
+    let pushed: Promise<void>;
+    do pushed = stream.push(frame());
+    while (!res.writableNeedDrain);
+    await clock.tickAsync(STALL_MS - 1);
+    expect(stream.closed, 'not before the stall time').to.equal(false);
+    await clock.tickAsync(1);
+    await pushed;
+    expect(stream.closed).to.equal(true);
+    expect(res.written.endsWith('event: stream_error\ndata: {"reason":"too_slow"}\n\n')).to.equal(true);
+  });
+});
