@@ -135,6 +135,40 @@ describe('append notifications: which subscribers wake, and when', () => {
       }
     });
 
+    it('listens again after its LISTEN connection is lost, and delivers the appends made while it was deaf', async function () {
+      this.timeout(30_000);
+      const listeners = async () =>
+        (
+          await db.pool.query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`,
+          )
+        ).rows.map((r) => r.pid);
+      const followed = follow(store, ['Ticked'], controller.signal);
+      await tick(store, 1);
+      await within(5_000, 'the first append, by notification', () =>
+        followed.seen.length === 1 ? true : undefined,
+      );
+      const [lost] = await listeners();
+      expect(lost, 'one LISTEN connection').to.be.a('number');
+      // With a timeout, it returns once the backend has exited.
+      await db.pool.query('SELECT pg_terminate_backend($1, 5000)', [lost]);
+      // The kill landed: that backend is gone, and nothing listens until the store opens LISTEN again.
+      expect(await listeners()).not.to.include(lost);
+      const { position } = await tick(store, 2);
+      await untilVisible(store, position);
+      // Far sooner than the 60 s idle poll: only a notification, or the read after listening again, explains it.
+      await within(10_000, 'the append made while deaf', () =>
+        followed.seen.length === 2 ? true : undefined,
+      );
+      const [again] = await listeners();
+      expect(again, 'a new LISTEN connection').to.be.a('number').and.not.equal(lost);
+      await tick(store, 3);
+      await within(5_000, 'an append after listening again', () =>
+        followed.seen.length === 3 ? true : undefined,
+      );
+      expect(followed.seen.map((e) => (e.data as { n: number }).n)).to.deep.equal([1, 2, 3]);
+    });
+
     it('delivers an event hidden behind an older open transaction as soon as that transaction ends', async function () {
       this.timeout(20_000);
       const followed = follow(store, ['Ticked'], controller.signal);

@@ -52,12 +52,21 @@ interface EventRow {
   recorded_at: Date;
 }
 
+/** Waits before opening LISTEN again after its connection was lost: the first, and the longest. */
+const LISTEN_RETRY_FIRST_MS = 100;
+const LISTEN_RETRY_MAX_MS = 5000;
+/** What subscribers are told after a deaf spell: an append of any type, at an unknown position. */
+const ANY_APPEND: AppendNotice = { committedFrom: undefined, eventTypes: undefined };
+
 /** Event store on PostgreSQL (see migrations 0001-0003). The pool is owned by the caller. */
 export class PostgresEventStore implements EventStore {
   readonly kind = 'postgres' as const;
   private readonly wakeups = new Set<(notice: AppendNotice) => void>();
   private listener: pg.Client | undefined;
   private listening: Promise<void> | undefined;
+  /** A LISTEN connection to open again after the last one was lost (or could not be opened). */
+  private relisten: NodeJS.Timeout | undefined;
+  private closed = false;
 
   /** `connectionString` opens the one extra connection that LISTENs for appends. */
   constructor(
@@ -293,6 +302,8 @@ export class PostgresEventStore implements EventStore {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.relisten);
     const listener = this.listener;
     this.listener = undefined;
     this.listening = undefined;
@@ -308,26 +319,55 @@ export class PostgresEventStore implements EventStore {
   private onAppend(wake: (notice: AppendNotice) => void): AppendWakeup {
     this.wakeups.add(wake);
     this.listening ??= this.listen().catch(() => {
-      // Polling still delivers everything; the next subscriber retries LISTEN.
+      // Polling still delivers everything meanwhile.
       this.listening = undefined;
+      this.listenAgain(LISTEN_RETRY_FIRST_MS);
     });
     return { listening: this.listening, stop: () => this.wakeups.delete(wake) };
   }
 
   private async listen(): Promise<void> {
     // A dedicated connection: a pooled client carrying a LISTEN would hand it to unrelated work.
-    const dedicated = new pg.Client({ connectionString: this.options.connectionString });
+    const dedicated = new pg.Client({ connectionString: this.options.connectionString, keepAlive: true });
     dedicated.on('notification', (message) => {
       const notice = parseAppendNotice(message.payload);
       for (const wake of this.wakeups) wake(notice);
     });
-    dedicated.on('error', () => {
-      this.listener = undefined;
-      this.listening = undefined;
-    });
+    // Without a listener an 'error' would be thrown; a lost connection also ends, handled below.
+    dedicated.on('error', () => {});
     await dedicated.connect();
     await dedicated.query(`LISTEN ${APPEND_NOTIFICATION_CHANNEL}`);
     this.listener = dedicated;
+    dedicated.once('end', () => {
+      if (this.listener !== dedicated) return;
+      this.listener = undefined;
+      this.listening = undefined;
+      this.listenAgain(LISTEN_RETRY_FIRST_MS);
+    });
+  }
+
+  /**
+   * Opens LISTEN again after `afterMs`, doubling the wait while it fails. Subscriptions poll only every
+   * idlePollMs, so one left deaf by a lost connection (a database restart, a network cut) would otherwise
+   * see appends that late for the rest of its life. Once listening, every subscriber reads once: appends
+   * made while nobody listened were announced to no one.
+   */
+  private listenAgain(afterMs: number): void {
+    if (this.closed || this.relisten !== undefined || this.wakeups.size === 0) return;
+    this.relisten = setTimeout(() => {
+      this.relisten = undefined;
+      if (this.closed || this.listening !== undefined) return;
+      this.listening = this.listen().then(
+        () => {
+          for (const wake of this.wakeups) wake(ANY_APPEND);
+        },
+        () => {
+          this.listening = undefined;
+          this.listenAgain(Math.min(LISTEN_RETRY_MAX_MS, afterMs * 2));
+        },
+      );
+    }, afterMs);
+    this.relisten.unref();
   }
 
   private async query<R extends pg.QueryResultRow>(
