@@ -24,6 +24,7 @@ const HEADLINE = new Set([
   'changePercent',
   'lastMiB',
   'machineBusyShare',
+  'shareOfCore',
   'milliseconds',
   'walBytes',
 ]);
@@ -86,5 +87,7 @@ for (const row of rows) {
 }
 
 function fmt(n: number): string {
-  return Number.isInteger(n) ? String(n) : n.toFixed(1);
+  if (Number.isInteger(n)) return String(n);
+  // Shares of a core or of the machine (0.057) would all print as 0.1.
+  return Math.abs(n) < 1 ? n.toFixed(3) : n.toFixed(1);
 }

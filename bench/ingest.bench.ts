@@ -48,6 +48,7 @@ import {
  * - ingest.e2e.rss: the service's resident memory over the run (flat or growing).
  * - ingest.e2e.ceiling: the highest offered rate run whose end-to-end lag p99 stayed under 1 s with
  *   everything offered stored and no backlog (only meaningful with several BENCH_INGEST_RATES).
+ * Once, before the first rate: service.idle.cpu, the cores the service and its backends use with nothing to do.
  *
  * "Visible" is when the read model's checkpoint (committed with its rows) passes the message's event,
  * polled every CHECKPOINT_POLL_MS; one acknowledged message in SAMPLE_EVERY is followed.
@@ -61,11 +62,15 @@ const SAMPLE_EVERY = 50;
 const READINGS_PER_MESSAGE = 3;
 const CHECKPOINT_POLL_MS = 10;
 const READ_MODELS = ['state', 'telemetry'] as const;
+// Seconds the service is watched idle (started, caught up, no agent connected) before the first rate; 0: not.
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 10);
+const IDLE_SETTLE_SECONDS = 3;
 type ReadModel = (typeof READ_MODELS)[number];
 
 export async function ingestBenchmarks(): Promise<void> {
   const runs: { offered: number; ok: boolean }[] = [];
-  for (const rate of RATES) runs.push({ offered: rate, ok: await ingestAt(rate) });
+  for (const [i, rate] of RATES.entries())
+    runs.push({ offered: rate, ok: await ingestAt(rate, i === 0 ? IDLE_SECONDS : 0) });
   if (runs.length > 1) {
     const passing = runs.filter((r) => r.ok).map((r) => r.offered);
     report({
@@ -83,8 +88,11 @@ interface Sample {
   readonly ackedAtMs: number;
 }
 
-/** Returns whether the rate was sustained with end-to-end lag p99 under 1 s. */
-async function ingestAt(offered: number): Promise<boolean> {
+/**
+ * Returns whether the rate was sustained with end-to-end lag p99 under 1 s. With `idleSeconds`, first
+ * reports what the service costs doing nothing: the floor under every rate's CPU per message.
+ */
+async function ingestAt(offered: number, idleSeconds: number): Promise<boolean> {
   const db = await benchDatabase();
   const store = new PostgresEventStore(db.pool, { connectionString: db.url });
   const scratch = await benchDirectory('devcloud-bench-');
@@ -107,11 +115,25 @@ async function ingestAt(offered: number): Promise<boolean> {
     // and divided by all of them: the work done and the messages it was done for are then the same set,
     // however far behind a projector was at any moment.
     const servicePid = service.pid;
-    const cpu = new CpuMeter(
-      db.pool,
-      () => processTree(servicePid).reduce((sum, pid) => sum + processCpuUs(pid), 0),
-      [BENCH_APPLICATION],
-    );
+    const serviceCpuUs = () => processTree(servicePid).reduce((sum, pid) => sum + processCpuUs(pid), 0);
+    if (idleSeconds > 0) {
+      await sleep(IDLE_SETTLE_SECONDS * 1000);
+      const idle = new CpuMeter(db.pool, serviceCpuUs, [BENCH_APPLICATION]);
+      await idle.start();
+      await sleep(idleSeconds * 1000);
+      const used = await idle.stop();
+      report({
+        figure: 'service.idle.cpu',
+        // Cores busy: 0.1 is a tenth of one core, every second, for nothing.
+        shareOfCore: round((used.processUs + used.postgresUs) / (used.seconds * 1e6), 3),
+        serviceShareOfCore: round(used.processUs / (used.seconds * 1e6), 3),
+        postgresShareOfCore: round(used.postgresUs / (used.seconds * 1e6), 3),
+        seconds: round(used.seconds, 1),
+        machineBusyShare: used.machineBusyShare,
+        ...context,
+      });
+    }
+    const cpu = new CpuMeter(db.pool, serviceCpuUs, [BENCH_APPLICATION]);
     await cpu.start();
 
     const load = benchWorker('./ingest-agents.worker.ts', {
