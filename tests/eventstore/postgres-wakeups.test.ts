@@ -16,15 +16,37 @@ function tick(store: EventStore, n: number) {
   return store.append(`clock-${randomUUID()}`, [{ id: randomUUID(), type: 'Ticked', data: { n } }], 'any');
 }
 
-/** Polls `probe` every 10 ms until it answers, for at most `ms`. */
-async function within<T>(ms: number, what: string, probe: () => T | undefined): Promise<T> {
+/** Polls `probe` every `everyMs` (10) until it answers, for at most `ms`. */
+async function within<T>(ms: number, what: string, probe: () => T | undefined, everyMs = 10): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * Holds every LISTEN a pg client sends until `release`, as a busy server would; other statements pass. The
+ * query method is wrapped, nothing else changes.
+ */
+function holdListen() {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  let pending = false;
+  const stub = sinon.stub(pg.Client.prototype, 'query').callsFake(function (
+    this: pg.Client,
+    ...args: unknown[]
+  ) {
+    if (typeof args[0] === 'string' && args[0].startsWith('LISTEN')) {
+      pending = true;
+      return held.then(() => query.apply(this, args));
+    }
+    return query.apply(this, args);
+  } as typeof pg.Client.prototype.query);
+  return { pending: () => pending, release, restore: () => stub.restore() };
 }
 
 /**
@@ -104,34 +126,21 @@ describe('append notifications: which subscribers wake, and when', () => {
     it('a new subscriber misses no append made while its LISTEN is still being set up', async function () {
       this.timeout(20_000);
       // Hold the LISTEN back (a busy server): an append lands before notifications flow.
-      let releaseListen!: () => void;
-      const listenHeld = new Promise<void>((resolve) => (releaseListen = resolve));
-      const query = pg.Client.prototype.query;
-      let listenPending = false;
-      const stub = sinon.stub(pg.Client.prototype, 'query').callsFake(function (
-        this: pg.Client,
-        ...args: unknown[]
-      ) {
-        if (typeof args[0] === 'string' && args[0].startsWith('LISTEN')) {
-          listenPending = true;
-          return listenHeld.then(() => (query as (...a: unknown[]) => unknown).apply(this, args));
-        }
-        return (query as (...a: unknown[]) => unknown).apply(this, args);
-      } as typeof query);
+      const held = holdListen();
       try {
         const followed = follow(store, ['Ticked'], controller.signal);
-        await within(5_000, 'the LISTEN under way', () => (listenPending ? true : undefined));
+        await within(5_000, 'the LISTEN under way', () => (held.pending() ? true : undefined));
         const { position } = await tick(store, 1);
         // Visible before LISTEN completes, so the subscriber's first read finds it: a reader's horizon may
         // hide a committed event for a moment under load from other databases (docs/eventstore.md), and
         // this test is about the notification that is lost meanwhile, not about that moment.
         await untilVisible(store, position);
-        releaseListen();
+        held.release();
         await within(5_000, 'the append made before LISTEN, delivered', () =>
           followed.seen.length === 1 ? true : undefined,
         );
       } finally {
-        stub.restore();
+        held.restore();
       }
     });
 
@@ -150,16 +159,24 @@ describe('append notifications: which subscribers wake, and when', () => {
       );
       const [lost] = await listeners();
       expect(lost, 'one LISTEN connection').to.be.a('number');
-      // With a timeout, it returns once the backend has exited.
-      await db.pool.query('SELECT pg_terminate_backend($1, 5000)', [lost]);
-      // The kill landed: that backend is gone, and nothing listens until the store opens LISTEN again.
-      expect(await listeners()).not.to.include(lost);
-      const { position } = await tick(store, 2);
-      await untilVisible(store, position);
-      // Far sooner than the 60 s idle poll: only a notification, or the read after listening again, explains it.
-      await within(10_000, 'the append made while deaf', () =>
-        followed.seen.length === 2 ? true : undefined,
-      );
+      // Hold the LISTEN that opens it again, so an append certainly lands while nobody listens.
+      const held = holdListen();
+      try {
+        // With a timeout, it returns once the backend has exited.
+        await db.pool.query('SELECT pg_terminate_backend($1, 5000)', [lost]);
+        expect(await listeners(), 'the kill landed').not.to.include(lost);
+        await within(5_000, 'LISTEN being opened again', () => (held.pending() ? true : undefined));
+        const { position } = await tick(store, 2);
+        await untilVisible(store, position);
+        expect(followed.seen.length, 'deaf: the append is not delivered yet').to.equal(1);
+        held.release();
+        // Far sooner than the 60 s idle poll: only the read every subscriber makes once it listens again.
+        await within(5_000, 'the append made while deaf', () =>
+          followed.seen.length === 2 ? true : undefined,
+        );
+      } finally {
+        held.restore();
+      }
       const [again] = await listeners();
       expect(again, 'a new LISTEN connection').to.be.a('number').and.not.equal(lost);
       await tick(store, 3);
@@ -310,8 +327,19 @@ describe('append notifications: which subscribers wake, and when', () => {
       this.timeout(20_000);
       const ticks = follow(store, ['Ticked'], controller.signal);
       const everything = follow(store, undefined, controller.signal);
-      await within(5_000, 'both subscribers caught up', () =>
-        ticks.reads() > 0 && everything.reads() > 0 ? true : undefined,
+      // Caught up, and done with the read a subscriber makes once its LISTEN is in place: no read for 200 ms
+      // (the idle poll is 60 s, so none comes after).
+      let readsSeen = -1;
+      await within(
+        5_000,
+        'both subscribers caught up and quiet',
+        () => {
+          const now = ticks.reads() + everything.reads();
+          const quiet = now === readsSeen && ticks.reads() > 0 && everything.reads() > 0;
+          readsSeen = now;
+          return quiet ? true : undefined;
+        },
+        200,
       );
       const ticksReadsBefore = ticks.reads();
       for (let i = 0; i < 20; i++) {

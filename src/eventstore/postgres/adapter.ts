@@ -55,6 +55,9 @@ interface EventRow {
 /** Waits before opening LISTEN again after its connection was lost: the first, and the longest. */
 const LISTEN_RETRY_FIRST_MS = 100;
 const LISTEN_RETRY_MAX_MS = 5000;
+/** The LISTEN connection: how long opening it (or a heartbeat) may take, and how often it is checked. */
+const LISTENER_CONNECT_TIMEOUT_MS = 10_000;
+const LISTENER_HEARTBEAT_MS = 30_000;
 /** What subscribers are told after a deaf spell: an append of any type, at an unknown position. */
 const ANY_APPEND: AppendNotice = { committedFrom: undefined, eventTypes: undefined };
 
@@ -66,6 +69,8 @@ export class PostgresEventStore implements EventStore {
   private listening: Promise<void> | undefined;
   /** A LISTEN connection to open again after the last one was lost (or could not be opened). */
   private relisten: NodeJS.Timeout | undefined;
+  /** LISTEN was lost or could not be opened: appends since were announced to no subscriber. */
+  private deaf = false;
   private closed = false;
 
   /** `connectionString` opens the one extra connection that LISTENs for appends. */
@@ -224,7 +229,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   subscribeToAll(options: SubscribeOptions): Subscription {
-    return subscribeByPolling(this, options, (wake) => this.onAppend(wake), this.options.idlePollMs ?? 250);
+    return subscribeByPolling(this, options, (wake) => this.onAppend(wake), this.options.idlePollMs ?? 2000);
   }
 
   async headPosition(): Promise<string | undefined> {
@@ -304,6 +309,8 @@ export class PostgresEventStore implements EventStore {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.relisten);
+    // An open under way ends its own connection once it sees `closed`.
+    await this.listening?.catch(() => {});
     const listener = this.listener;
     this.listener = undefined;
     this.listening = undefined;
@@ -321,6 +328,7 @@ export class PostgresEventStore implements EventStore {
     this.listening ??= this.listen().catch(() => {
       // Polling still delivers everything meanwhile.
       this.listening = undefined;
+      this.deaf = true;
       this.listenAgain(LISTEN_RETRY_FIRST_MS);
     });
     return { listening: this.listening, stop: () => this.wakeups.delete(wake) };
@@ -328,44 +336,66 @@ export class PostgresEventStore implements EventStore {
 
   private async listen(): Promise<void> {
     // A dedicated connection: a pooled client carrying a LISTEN would hand it to unrelated work.
-    const dedicated = new pg.Client({ connectionString: this.options.connectionString, keepAlive: true });
+    const dedicated = new pg.Client({
+      connectionString: this.options.connectionString,
+      connectionTimeoutMillis: LISTENER_CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: LISTENER_HEARTBEAT_MS,
+    });
     dedicated.on('notification', (message) => {
       const notice = parseAppendNotice(message.payload);
       for (const wake of this.wakeups) wake(notice);
     });
     // Without a listener an 'error' would be thrown; a lost connection also ends, handled below.
     dedicated.on('error', () => {});
-    await dedicated.connect();
-    await dedicated.query(`LISTEN ${APPEND_NOTIFICATION_CHANNEL}`);
+    try {
+      await dedicated.connect();
+      // A standby accepts the connection and refuses LISTEN: the connection must not stay open.
+      await dedicated.query(`LISTEN ${APPEND_NOTIFICATION_CHANNEL}`);
+    } catch (error) {
+      await dedicated.end().catch(() => {});
+      throw error;
+    }
+    if (this.closed) return void (await dedicated.end().catch(() => {}));
     this.listener = dedicated;
-    dedicated.once('end', () => {
+    const heartbeat = setInterval(() => {
+      // A peer that vanished without a reset (a NAT or firewall dropping an idle connection) sends no 'end'.
+      dedicated
+        .query({ text: 'SELECT 1', query_timeout: LISTENER_CONNECT_TIMEOUT_MS } as pg.QueryConfig)
+        .catch(() => lost());
+    }, LISTENER_HEARTBEAT_MS).unref();
+    const lost = () => {
+      clearInterval(heartbeat);
       if (this.listener !== dedicated) return;
       this.listener = undefined;
       this.listening = undefined;
+      this.deaf = true;
+      void dedicated.end().catch(() => {});
       this.listenAgain(LISTEN_RETRY_FIRST_MS);
-    });
+    };
+    dedicated.once('end', lost);
+    if (this.deaf) {
+      // Appends made while nobody listened were announced to no one: every subscriber reads once.
+      this.deaf = false;
+      for (const wake of this.wakeups) wake(ANY_APPEND);
+    }
   }
 
   /**
    * Opens LISTEN again after `afterMs`, doubling the wait while it fails. Subscriptions poll only every
    * idlePollMs, so one left deaf by a lost connection (a database restart, a network cut) would otherwise
-   * see appends that late for the rest of its life. Once listening, every subscriber reads once: appends
-   * made while nobody listened were announced to no one.
+   * see appends that late for the rest of its life. A new subscriber may open it first; either way, once
+   * listening, every subscriber reads once (`listen`).
    */
   private listenAgain(afterMs: number): void {
     if (this.closed || this.relisten !== undefined || this.wakeups.size === 0) return;
     this.relisten = setTimeout(() => {
       this.relisten = undefined;
       if (this.closed || this.listening !== undefined) return;
-      this.listening = this.listen().then(
-        () => {
-          for (const wake of this.wakeups) wake(ANY_APPEND);
-        },
-        () => {
-          this.listening = undefined;
-          this.listenAgain(Math.min(LISTEN_RETRY_MAX_MS, afterMs * 2));
-        },
-      );
+      this.listening = this.listen().catch(() => {
+        this.listening = undefined;
+        this.listenAgain(Math.min(LISTEN_RETRY_MAX_MS, afterMs * 2));
+      });
     }, afterMs);
     this.relisten.unref();
   }

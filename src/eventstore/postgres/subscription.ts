@@ -2,8 +2,14 @@ import type { EventStore, SubscribeOptions, Subscription, SubscriptionBatch } fr
 import { pageReader } from '../read-ahead.js';
 import { concerns, type AppendNotice } from './append-notice.js';
 
-/** The first retry after a read that did not yet see an announced transaction; it doubles up to idlePollMs. */
+/**
+ * Retries after a read that did not yet see an announced transaction: the first, doubling up to the longest,
+ * for as long as the chase lasts. Apart from the idle poll, which is long (a safety net only): an event held
+ * back by an older open transaction arrives within HIDDEN_RETRY_MAX_MS of that transaction's end.
+ */
 const HIDDEN_RETRY_FIRST_MS = 2;
+const HIDDEN_RETRY_MAX_MS = 250;
+const HIDDEN_CHASE_MS = 10_000;
 
 /** A subscription's hold on the store's append notifications. */
 export interface AppendWakeup {
@@ -55,6 +61,7 @@ export function subscribeByPolling(
       // The newest announced position not yet seen to be visible, and the current retry delay for it.
       let awaited: string | undefined;
       let retryMs = 0;
+      let chasedSince = 0;
       const wakeup = onAppend((notice) => {
         if (!concerns(notice, options.eventTypes)) return;
         const { committedFrom } = notice;
@@ -77,9 +84,13 @@ export function subscribeByPolling(
           prepare: options.prepare,
         },
       );
+      // An append between the first read and LISTEN is announced to no one: once listening, read again.
+      const listened = () => {
+        woken = true;
+        wake?.();
+      };
+      void wakeup.listening.then(listened, listened);
       try {
-        // An append between the first read and LISTEN would otherwise wait a whole idle interval.
-        await Promise.race([wakeup.listening, delay(idlePollMs, options.signal)]);
         while (!options.signal?.aborted) {
           const page = await pages.read(after);
           if (page.lastPosition !== undefined) after = page.lastPosition;
@@ -94,9 +105,13 @@ export function subscribeByPolling(
           if (!page.atEnd || options.signal?.aborted) continue;
           if (!woken) {
             if (awaited !== undefined && (after === undefined || after < awaited)) {
-              retryMs = Math.min(idlePollMs, Math.max(HIDDEN_RETRY_FIRST_MS, retryMs * 2));
-              // Events deleted before anyone read them never become visible: stop chasing after one idle interval.
-              if (retryMs >= idlePollMs) awaited = undefined;
+              if (retryMs === 0) chasedSince = performance.now();
+              retryMs = Math.min(HIDDEN_RETRY_MAX_MS, Math.max(HIDDEN_RETRY_FIRST_MS, retryMs * 2));
+              // Events deleted before anyone read them never become visible: the chase ends; polling goes on.
+              if (performance.now() - chasedSince >= HIDDEN_CHASE_MS) {
+                awaited = undefined;
+                retryMs = 0;
+              }
             } else {
               awaited = undefined;
               retryMs = 0;
