@@ -96,8 +96,10 @@ const schema = z.object({
   // Partitions of each heavy projector (state, telemetry) on a database that has none recorded yet; after
   // that the recorded count stands and `devcloud projections partition` changes it (docs/deployment.md).
   PROJECTOR_PARTITIONS: positiveInt.max(64).default(1),
-  // How long a subscription at the head waits for an append notification before it reads anyway.
-  PROJECTION_IDLE_POLL_MS: positiveInt.default(250),
+  // How long a subscription at the head waits for an append notification before it reads anyway: a safety
+  // net only (notifications wake it, a lost LISTEN connection is opened again), so long enough to cost
+  // little when nothing happens (docs/eventstore.md).
+  PROJECTION_IDLE_POLL_MS: positiveInt.default(2000),
   // A live projector woken by an append reads no sooner than this after its previous read, so a steady
   // stream of small appends is applied in fewer, larger batches (docs/eventstore.md); 0 reads at once.
   PROJECTION_COALESCE_MS: z.coerce.number().int().min(0).max(1000).default(25),

@@ -10,7 +10,7 @@ export interface RunningEventStore {
 }
 
 interface StoreOptions {
-  /** How often an idle subscription polls when no notification wakes it (the adapter's default: 250 ms). */
+  /** How often an idle subscription polls when no notification wakes it (the adapter's default: 2,000 ms). */
   readonly idlePollMs?: number;
 }
 
