@@ -106,7 +106,9 @@ export function subscribeByPolling(
           if (!woken) {
             if (awaited !== undefined && (after === undefined || after < awaited)) {
               if (retryMs === 0) chasedSince = performance.now();
-              retryMs = Math.min(HIDDEN_RETRY_MAX_MS, Math.max(HIDDEN_RETRY_FIRST_MS, retryMs * 2));
+              // Never longer than the idle poll, which would have read by then anyway.
+              const longest = Math.min(HIDDEN_RETRY_MAX_MS, idlePollMs);
+              retryMs = Math.min(longest, Math.max(HIDDEN_RETRY_FIRST_MS, retryMs * 2));
               // Events deleted before anyone read them never become visible: the chase ends; polling goes on.
               if (performance.now() - chasedSince >= HIDDEN_CHASE_MS) {
                 awaited = undefined;
