@@ -8,6 +8,7 @@ import { LiveStream } from '../../src/api/live/stream.js';
 const BOUND = 16_384;
 const STALL_MS = 1000;
 const HIGH_WATER_MARK = 16_384;
+const TOO_SLOW = 'event: stream_error\ndata: {"reason":"too_slow"}\n\n';
 
 /**
  * What LiveStream sees of an HTTP response whose client reads at the pace the test sets: bytes written stay
@@ -109,6 +110,14 @@ describe('LiveStream pacing: behind is not cut, stalled is', () => {
     throw new Error('never passed the bound');
   }
 
+  /** Takes the stream past its bound and starts waiting for the client; reads how the wait ended, if it has. */
+  function fallBehindAndWait(): () => boolean | undefined {
+    offerPastBound();
+    let settled: boolean | undefined;
+    void stream.drained().then((open) => (settled = open));
+    return () => settled;
+  }
+
   it('given a live stream, when a frame takes it past its bound, then it takes no live frame until the client has read', async () => {
     const last = offerPastBound();
     expect(res.writableLength).to.be.greaterThan(BOUND);
@@ -129,56 +138,48 @@ describe('LiveStream pacing: behind is not cut, stalled is', () => {
   it('given a stream past its bound, when the client takes what waits within the stall time, each time, then it is waited for, never cut', async () => {
     // Three times past the bound, each taken just before the stall time: far longer than one stall in all.
     for (let round = 0; round < 3; round++) {
-      offerPastBound();
-      let settled: boolean | undefined;
-      void stream.drained().then((open) => (settled = open));
+      const settled = fallBehindAndWait();
       await clock.tickAsync(STALL_MS - 1);
-      expect(settled, 'still waiting just before the stall time').to.equal(undefined);
+      expect(settled(), 'still waiting just before the stall time').to.equal(undefined);
       res.take(res.writableLength);
       await clock.tickAsync(0);
-      expect(settled).to.equal(true);
+      expect(settled()).to.equal(true);
     }
     expect(res.written).not.to.include('stream_error');
     expect(stream.closed).to.equal(false);
   });
 
   it('given a stream past its bound, when the client takes only part of what waits within the stall time, then it is cut with too_slow', async () => {
-    offerPastBound();
-    let settled: boolean | undefined;
-    void stream.drained().then((open) => (settled = open));
+    const settled = fallBehindAndWait();
     await clock.tickAsync(STALL_MS - 100);
     res.take(1000);
     await clock.tickAsync(100);
     await settle();
-    expect(settled).to.equal(false);
-    expect(res.written.endsWith('event: stream_error\ndata: {"reason":"too_slow"}\n\n')).to.equal(true);
+    expect(settled()).to.equal(false);
+    expect(res.written.endsWith(TOO_SLOW)).to.equal(true);
   });
 
   it('given a stall timer that fires late, when the socket drains in the same turn of the event loop, then the stream is not cut', async () => {
-    offerPastBound();
-    let settled: boolean | undefined;
-    void stream.drained().then((open) => (settled = open));
+    const settled = fallBehindAndWait();
     // As after a blocked event loop: the stall timer is due, and the drain comes right behind it, in the same turn.
     setTimeout(() => res.take(res.writableLength), STALL_MS);
     await clock.tickAsync(STALL_MS);
     await settle();
-    expect(settled).to.equal(true);
+    expect(settled()).to.equal(true);
     expect(stream.closed).to.equal(false);
   });
 
   it('given a stream past its bound, when the client reads nothing for the stall time, then it is cut with too_slow', async () => {
-    offerPastBound();
-    let settled: boolean | undefined;
-    void stream.drained().then((open) => (settled = open));
+    const settled = fallBehindAndWait();
     await clock.tickAsync(STALL_MS - 1);
     await settle();
-    expect(settled, 'not before the stall time').to.equal(undefined);
+    expect(settled(), 'not before the stall time').to.equal(undefined);
     await clock.tickAsync(1);
     await settle();
-    expect(settled).to.equal(false);
+    expect(settled()).to.equal(false);
     expect(stream.closed).to.equal(true);
     expect(res.ended).to.equal(true);
-    expect(res.written.endsWith('event: stream_error\ndata: {"reason":"too_slow"}\n\n')).to.equal(true);
+    expect(res.written.endsWith(TOO_SLOW)).to.equal(true);
   });
 
   it('given a catch-up read, when the client stalls on a pushed frame, then it is cut with too_slow too', async () => {
@@ -192,6 +193,6 @@ describe('LiveStream pacing: behind is not cut, stalled is', () => {
     await settle();
     await pushed;
     expect(stream.closed).to.equal(true);
-    expect(res.written.endsWith('event: stream_error\ndata: {"reason":"too_slow"}\n\n')).to.equal(true);
+    expect(res.written.endsWith(TOO_SLOW)).to.equal(true);
   });
 });

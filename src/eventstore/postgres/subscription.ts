@@ -5,7 +5,8 @@ import { concerns, type AppendNotice } from './append-notice.js';
 /**
  * Retries after a read that did not yet see an announced transaction: the first, doubling up to the longest,
  * for as long as the chase lasts. Apart from the idle poll, which is long (a safety net only): an event held
- * back by an older open transaction arrives within HIDDEN_RETRY_MAX_MS of that transaction's end.
+ * back by an older open transaction arrives within HIDDEN_RETRY_MAX_MS (or the idle poll, if shorter) of that
+ * transaction's end.
  */
 const HIDDEN_RETRY_FIRST_MS = 2;
 const HIDDEN_RETRY_MAX_MS = 250;
