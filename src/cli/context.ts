@@ -27,6 +27,7 @@ export async function withCliContext<T>(work: (context: CliContext) => Promise<T
       pool: database.pool,
       databaseUrl: database.url,
       idlePollMs: config.PROJECTION_IDLE_POLL_MS,
+      logger,
     });
     try {
       return await work({ config, logger, database, store });

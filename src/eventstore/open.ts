@@ -1,3 +1,4 @@
+import type { Logger } from '../infra/logger.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import type { EventStore } from './port.js';
 import { PostgresEventStore } from './postgres/adapter.js';
@@ -14,6 +15,8 @@ export async function openEventStore(options: {
   databaseUrl: string;
   /** Postgres: how long a subscription at the head waits for an append before it reads anyway. */
   idlePollMs?: number;
+  /** Postgres: hears when the connection that listens for appends is lost and back. */
+  logger?: Logger;
 }): Promise<EventStore> {
   const url = options.eventStoreUrl;
   if (url && /^(kurrentdb|esdb)(\+discover)?:\/\//.test(url)) {
@@ -28,5 +31,6 @@ export async function openEventStore(options: {
   return new PostgresEventStore(options.pool, {
     connectionString: options.databaseUrl,
     idlePollMs: options.idlePollMs,
+    logger: options.logger,
   });
 }

@@ -59,6 +59,7 @@ export async function startService(
     pool: database.pool,
     databaseUrl: database.url,
     idlePollMs: config.PROJECTION_IDLE_POLL_MS,
+    logger,
   });
   const projectors = allProjectors(await partitioningOf(database.pool, config.PROJECTOR_PARTITIONS, logger));
   // Read-model tables exist before any role answers, even where no projector runs in this process.

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import pg from 'pg';
 import sinon from 'sinon';
@@ -8,8 +9,9 @@ import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import { APPEND_EVENTS } from '../../src/eventstore/postgres/sql.js';
 import { READ_MODEL_WRITERS } from '../../src/eventstore/postgres/read-model-writers.js';
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
+import { createLogger, type Logger } from '../../src/infra/logger.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore, untilVisible } from '../support/event-store.js';
+import { closeEventStore, eventStoreOver, openEventStore, untilVisible } from '../support/event-store.js';
 
 /** Appends a Ticked event numbered `n` to a stream of its own. */
 function tick(store: EventStore, n: number) {
@@ -17,10 +19,15 @@ function tick(store: EventStore, n: number) {
 }
 
 /** Polls `probe` every `everyMs` (10) until it answers, for at most `ms`. */
-async function within<T>(ms: number, what: string, probe: () => T | undefined, everyMs = 10): Promise<T> {
+async function within<T>(
+  ms: number,
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  everyMs = 10,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = probe();
+    const value = await probe();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
@@ -48,6 +55,21 @@ function holdListen() {
   } as typeof pg.Client.prototype.query);
   return { pending: () => pending, release, restore: () => stub.restore() };
 }
+
+/** A logger at info that keeps what it writes, parsed. */
+function keptLog(): { logger: Logger; lines: { level: number; msg: string; [field: string]: unknown }[] } {
+  const lines: { level: number; msg: string }[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer | string, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)) as { level: number; msg: string });
+      done();
+    },
+  });
+  return { logger: createLogger('info', sink), lines };
+}
+
+const WARN = 40;
+const INFO = 30;
 
 /**
  * Follows the store from its start into `seen` (and `batches`, with when each arrived), counting its reads,
@@ -113,13 +135,17 @@ describe('append notifications: which subscribers wake, and when', () => {
     let db: TestDatabase;
     let store: PostgresEventStore;
     let controller: AbortController;
+    /** What a test opened beside the shared store, closed after it. */
+    let after: (() => Promise<void>)[];
     beforeEach(async () => {
+      after = [];
       // An idle interval far longer than any wait below: only a notification can explain a prompt delivery.
       ({ db, store } = await openEventStore({ idlePollMs: 60_000 }));
       controller = new AbortController();
     });
     afterEach(async () => {
       controller.abort();
+      for (const close of after) await close();
       await closeEventStore({ db, store });
     });
 
@@ -152,6 +178,9 @@ describe('append notifications: which subscribers wake, and when', () => {
             `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`,
           )
         ).rows.map((r) => r.pid);
+      const log = keptLog();
+      const store = eventStoreOver(db, { idlePollMs: 60_000, logger: log.logger });
+      after.push(() => store.close());
       const followed = follow(store, ['Ticked'], controller.signal);
       await tick(store, 1);
       await within(5_000, 'the first append, by notification', () =>
@@ -184,6 +213,65 @@ describe('append notifications: which subscribers wake, and when', () => {
         followed.seen.length === 3 ? true : undefined,
       );
       expect(followed.seen.map((e) => (e.data as { n: number }).n)).to.deep.equal([1, 2, 3]);
+      const said = log.lines.filter((l) => l.msg.startsWith('event store:'));
+      expect(said.map((l) => [l.level, l.msg.split(';')[0]])).to.deep.equal([
+        [WARN, 'event store: lost the connection that listens for appends'],
+        [INFO, 'event store: listening for appends again'],
+      ]);
+      expect(said[0], 'why, and how late appends are seen meanwhile').to.include({ idlePollMs: 60_000 });
+      expect((said[0]!.err as { message: string }).message).to.match(/terminat/i);
+      expect(said[1]!.deafMs).to.be.a('number').and.above(0);
+    });
+
+    it('ends a connection that refuses LISTEN, says so, and tries again until one accepts it', async function () {
+      this.timeout(20_000);
+      const log = keptLog();
+      const store = eventStoreOver(db, { idlePollMs: 60_000, logger: log.logger });
+      after.push(() => store.close());
+      // A standby in recovery accepts connections and refuses LISTEN; here the first two are refused.
+      const refused: number[] = [];
+      const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+      const stub = sinon.stub(pg.Client.prototype, 'query').callsFake(function (
+        this: pg.Client & { processID: number },
+        ...args: unknown[]
+      ) {
+        if (typeof args[0] === 'string' && args[0].startsWith('LISTEN') && refused.length < 2) {
+          refused.push(this.processID);
+          return Promise.reject(new Error('cannot execute LISTEN during recovery'));
+        }
+        return query.apply(this, args);
+      } as typeof pg.Client.prototype.query);
+      try {
+        const followed = follow(store, ['Ticked'], controller.signal);
+        await within(5_000, 'two refusals and a LISTEN accepted', () =>
+          log.lines.some((l) => l.msg.startsWith('event store: listening')) ? true : undefined,
+        );
+        expect(refused, 'the refusals happened, on two connections').to.have.length(2);
+        expect(new Set(refused).size).to.equal(2);
+        // Their backends are gone: each refused connection was ended, not left open at every retry.
+        await within(5_000, 'the refused connections closed', async () => {
+          const { rows } = await db.pool.query('SELECT 1 FROM pg_stat_activity WHERE pid = ANY ($1)', [
+            refused,
+          ]);
+          return rows.length === 0 ? true : undefined;
+        });
+        const said = log.lines.filter((l) => l.msg.startsWith('event store:'));
+        expect(said.map((l) => [l.level, l.retryInMs])).to.deep.equal([
+          [WARN, 100],
+          [WARN, 200],
+          [INFO, undefined],
+        ]);
+        expect((said[0]!.err as { message: string }).message).to.equal(
+          'cannot execute LISTEN during recovery',
+        );
+        // Listening now: an append arrives by notification, long before the 60 s idle poll.
+        await tick(store, 1);
+        await within(5_000, 'an append, by notification', () =>
+          followed.seen.length === 1 ? true : undefined,
+        );
+      } finally {
+        stub.restore();
+      }
     });
 
     it('delivers an event hidden behind an older open transaction as soon as that transaction ends', async function () {

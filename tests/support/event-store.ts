@@ -1,4 +1,5 @@
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { Logger } from '../../src/infra/logger.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 import { until } from './edge-agent.js';
@@ -12,6 +13,7 @@ export interface RunningEventStore {
 interface StoreOptions {
   /** How often an idle subscription polls when no notification wakes it (the adapter's default: 2,000 ms). */
   readonly idlePollMs?: number;
+  readonly logger?: Logger;
 }
 
 /** Another store over a database, as a second process would open one. */

@@ -18,6 +18,7 @@ import {
   type SubscribeOptions,
   type Subscription,
 } from '../port.js';
+import type { Logger } from '../../infra/logger.js';
 import { bind, type PreparedStatement } from '../../infra/postgres/prepared.js';
 import { parseAppendNotice, type AppendNotice } from './append-notice.js';
 import { decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
@@ -58,6 +59,8 @@ const LISTEN_RETRY_MAX_MS = 5000;
 /** The LISTEN connection: how long opening it (or a heartbeat) may take, and how often it is checked. */
 const LISTENER_CONNECT_TIMEOUT_MS = 10_000;
 const LISTENER_HEARTBEAT_MS = 30_000;
+/** How long an idle subscription waits for a notification before it reads anyway (PROJECTION_IDLE_POLL_MS). */
+const DEFAULT_IDLE_POLL_MS = 2000;
 /** What subscribers are told after a deaf spell: an append of any type, at an unknown position. */
 const ANY_APPEND: AppendNotice = { committedFrom: undefined, eventTypes: undefined };
 
@@ -69,14 +72,17 @@ export class PostgresEventStore implements EventStore {
   private listening: Promise<void> | undefined;
   /** A LISTEN connection to open again after the last one was lost (or could not be opened). */
   private relisten: NodeJS.Timeout | undefined;
-  /** LISTEN was lost or could not be opened: appends since were announced to no subscriber. */
-  private deaf = false;
+  /** When LISTEN was lost or could not be opened (appends since were announced to no subscriber). */
+  private deafSince: number | undefined;
   private closed = false;
 
-  /** `connectionString` opens the one extra connection that LISTENs for appends. */
+  /**
+   * `connectionString` opens the one extra connection that LISTENs for appends; `logger` hears when it is
+   * lost and when it is back, as subscriptions meanwhile see appends only at their idle poll.
+   */
   constructor(
     private readonly pool: pg.Pool,
-    private readonly options: { connectionString: string; idlePollMs?: number },
+    private readonly options: { connectionString: string; idlePollMs?: number; logger?: Logger },
   ) {}
 
   async append(
@@ -229,7 +235,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   subscribeToAll(options: SubscribeOptions): Subscription {
-    return subscribeByPolling(this, options, (wake) => this.onAppend(wake), this.options.idlePollMs ?? 2000);
+    return subscribeByPolling(this, options, (wake) => this.onAppend(wake), this.idlePollMs());
   }
 
   async headPosition(): Promise<string | undefined> {
@@ -325,11 +331,11 @@ export class PostgresEventStore implements EventStore {
    */
   private onAppend(wake: (notice: AppendNotice) => void): AppendWakeup {
     this.wakeups.add(wake);
-    this.listening ??= this.listen().catch(() => {
+    this.listening ??= this.listen().catch((error: unknown) => {
       // Polling still delivers everything meanwhile.
       this.listening = undefined;
-      this.deaf = true;
-      this.listenAgain(LISTEN_RETRY_FIRST_MS);
+      this.deafSince ??= Date.now();
+      this.notListening(error, LISTEN_RETRY_FIRST_MS);
     });
     return { listening: this.listening, stop: () => this.wakeups.delete(wake) };
   }
@@ -346,8 +352,9 @@ export class PostgresEventStore implements EventStore {
       const notice = parseAppendNotice(message.payload);
       for (const wake of this.wakeups) wake(notice);
     });
-    // Without a listener an 'error' would be thrown; a lost connection also ends, handled below.
-    dedicated.on('error', () => {});
+    // Without a listener an 'error' would be thrown; a lost connection also ends, handled below with it.
+    let failure: unknown;
+    dedicated.on('error', (error) => (failure = error));
     try {
       await dedicated.connect();
       // A standby accepts the connection and refuses LISTEN: the connection must not stay open.
@@ -362,23 +369,45 @@ export class PostgresEventStore implements EventStore {
       // A peer that vanished without a reset (a NAT or firewall dropping an idle connection) sends no 'end'.
       dedicated
         .query({ text: 'SELECT 1', query_timeout: LISTENER_CONNECT_TIMEOUT_MS } as pg.QueryConfig)
-        .catch(() => lost());
+        .catch((error: unknown) => lost(error));
     }, LISTENER_HEARTBEAT_MS).unref();
-    const lost = () => {
+    const lost = (error?: unknown) => {
       clearInterval(heartbeat);
       if (this.listener !== dedicated) return;
       this.listener = undefined;
       this.listening = undefined;
-      this.deaf = true;
+      this.deafSince = Date.now();
       void dedicated.end().catch(() => {});
+      this.options.logger?.warn(
+        { err: error, idlePollMs: this.idlePollMs() },
+        'event store: lost the connection that listens for appends; subscriptions see appends at their idle poll until it is open again',
+      );
       this.listenAgain(LISTEN_RETRY_FIRST_MS);
     };
-    dedicated.once('end', lost);
-    if (this.deaf) {
+    dedicated.once('end', () => lost(failure));
+    if (this.deafSince !== undefined) {
       // Appends made while nobody listened were announced to no one: every subscriber reads once.
-      this.deaf = false;
+      this.options.logger?.info(
+        { deafMs: Date.now() - this.deafSince },
+        'event store: listening for appends again; every subscription reads what it missed',
+      );
+      this.deafSince = undefined;
       for (const wake of this.wakeups) wake(ANY_APPEND);
     }
+  }
+
+  private idlePollMs(): number {
+    return this.options.idlePollMs ?? DEFAULT_IDLE_POLL_MS;
+  }
+
+  /** Opening LISTEN failed: said, and tried again after `retryMs`. */
+  private notListening(error: unknown, retryMs: number): void {
+    if (this.closed) return;
+    this.options.logger?.warn(
+      { err: error, retryInMs: retryMs, idlePollMs: this.idlePollMs() },
+      'event store: could not listen for appends; subscriptions see appends at their idle poll meanwhile',
+    );
+    this.listenAgain(retryMs);
   }
 
   /**
@@ -392,9 +421,9 @@ export class PostgresEventStore implements EventStore {
     this.relisten = setTimeout(() => {
       this.relisten = undefined;
       if (this.closed || this.listening !== undefined) return;
-      this.listening = this.listen().catch(() => {
+      this.listening = this.listen().catch((error: unknown) => {
         this.listening = undefined;
-        this.listenAgain(Math.min(LISTEN_RETRY_MAX_MS, afterMs * 2));
+        this.notListening(error, Math.min(LISTEN_RETRY_MAX_MS, afterMs * 2));
       });
     }, afterMs);
     this.relisten.unref();
