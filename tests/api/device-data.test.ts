@@ -400,6 +400,16 @@ describe('GET /v1/devices/{publicId}/state and /telemetry', () => {
       const missing = await telemetry('dev_doesnotexist0000000000', query);
       expect(foreignAnswer.status).to.equal(404);
       expect(fingerprint(foreignAnswer)).to.deep.equal(fingerprint(missing));
+      // Named capabilities are read while the device is looked up: the foreign device's reading (30 °C on
+      // the 29th) is there to be read, and the answer is still that of a device that does not exist.
+      for (const resolution of ['1m', 'raw']) {
+        const named = `${query}&capabilities=environment.temperature&resolution=${resolution}`;
+        const foreignNamed = await telemetry(foreign, named);
+        expect(foreignNamed.status).to.equal(404);
+        expect(fingerprint(foreignNamed)).to.deep.equal(
+          fingerprint(await telemetry('dev_doesnotexist0000000000', named)),
+        );
+      }
       const readOnly = await tenant.token(['devices:read']);
       const refused = await telemetry(meter, query, readOnly);
       expect([refused.status, refused.body]).to.deep.equal([403, { error: 'forbidden' }]);
