@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type pg from 'pg';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { eventStoreContract, sleep } from './contract.js';
@@ -202,4 +203,24 @@ describe('page reads of the PostgreSQL event store', () => {
       expect(read.tempWritten, call).to.equal(0);
     }
   }
+});
+
+describe('retention horizons of the PostgreSQL event store', () => {
+  let running: { db: TestDatabase; store: PostgresEventStore };
+  beforeEach(async () => {
+    running = await openEventStore();
+  });
+  afterEach(() => closeEventStore(running));
+
+  it('takes the newest horizon of several types by transaction id as a number, not as text', async () => {
+    // Two types deleted up to transactions 998 and 1015: as text, "998" sorts after "1015".
+    await running.db.pool.query(
+      `INSERT INTO eventstore.retention_horizons (event_type, transaction_id, global_position, recorded_before)
+       VALUES ('Older', '998', 40, '2026-11-01T00:00:00Z'), ('Newer', '1015', 7, '2026-11-02T00:00:00Z')`,
+    );
+    const point = await running.store.retention(['Older', 'Newer']);
+    expect(point?.horizon).to.equal(encodePgPosition('1015', '7'));
+    expect(point?.recordedBefore.toISOString()).to.equal('2026-11-02T00:00:00.000Z');
+    expect(await running.store.retentionHorizon(['Older'])).to.equal(encodePgPosition('998', '40'));
+  });
 });

@@ -126,8 +126,9 @@ export async function testServerAdminUrl(): Promise<string> {
  */
 export async function committedHead(pool: Pool): Promise<string | undefined> {
   const { rows } = await pool.query<{ transaction_id: string; global_position: string }>(
-    `SELECT transaction_id::text, global_position FROM eventstore.events
-      ORDER BY transaction_id DESC, global_position DESC LIMIT 1`,
+    // e.: a bare name would order by the output column, the id as text ("998" after "1015").
+    `SELECT e.transaction_id::text, e.global_position FROM eventstore.events e
+      ORDER BY e.transaction_id DESC, e.global_position DESC LIMIT 1`,
   );
   return rows[0] ? encodePgPosition(rows[0].transaction_id, rows[0].global_position) : undefined;
 }

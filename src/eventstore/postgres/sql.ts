@@ -117,9 +117,11 @@ export const DELETE_EVENTS_BEFORE = `
   )
   SELECT count(*) AS deleted FROM deleted`;
 
+// Ordered by the table's columns (h.), not the output's: a bare name in ORDER BY means the output column,
+// here the id as text, and "998" sorts after "1015".
 export const RETENTION_HORIZON = `
-  SELECT transaction_id::text AS transaction_id, global_position, recorded_before
-    FROM eventstore.retention_horizons
-   WHERE event_type = ANY ($1::text[])
-   ORDER BY transaction_id DESC, global_position DESC
+  SELECT h.transaction_id::text AS transaction_id, h.global_position, h.recorded_before
+    FROM eventstore.retention_horizons h
+   WHERE h.event_type = ANY ($1::text[])
+   ORDER BY h.transaction_id DESC, h.global_position DESC
    LIMIT 1`;
