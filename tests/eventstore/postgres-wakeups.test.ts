@@ -56,7 +56,7 @@ function holdListen() {
   return { pending: () => pending, release, restore: () => stub.restore() };
 }
 
-/** A logger at info that keeps what it writes, parsed. */
+/** A logger at debug that keeps what it writes, parsed. */
 function keptLog(): { logger: Logger; lines: { level: number; msg: string; [field: string]: unknown }[] } {
   const lines: { level: number; msg: string }[] = [];
   const sink = new Writable({
@@ -65,11 +65,12 @@ function keptLog(): { logger: Logger; lines: { level: number; msg: string; [fiel
       done();
     },
   });
-  return { logger: createLogger('info', sink), lines };
+  return { logger: createLogger('debug', sink), lines };
 }
 
 const WARN = 40;
 const INFO = 30;
+const DEBUG = 20;
 
 /**
  * Follows the store from its start into `seen` (and `batches`, with when each arrived), counting its reads,
@@ -179,10 +180,10 @@ describe('append notifications: which subscribers wake, and when', () => {
           )
         ).rows.map((r) => r.pid);
       const log = keptLog();
-      const store = eventStoreOver(db, { idlePollMs: 60_000, logger: log.logger });
-      after.push(() => store.close());
-      const followed = follow(store, ['Ticked'], controller.signal);
-      await tick(store, 1);
+      const loggedStore = eventStoreOver(db, { idlePollMs: 60_000, logger: log.logger });
+      after.push(() => loggedStore.close());
+      const followed = follow(loggedStore, ['Ticked'], controller.signal);
+      await tick(loggedStore, 1);
       await within(5_000, 'the first append, by notification', () =>
         followed.seen.length === 1 ? true : undefined,
       );
@@ -195,8 +196,8 @@ describe('append notifications: which subscribers wake, and when', () => {
         await db.pool.query('SELECT pg_terminate_backend($1, 5000)', [lost]);
         expect(await listeners(), 'the kill landed').not.to.include(lost);
         await within(5_000, 'LISTEN being opened again', () => (held.pending() ? true : undefined));
-        const { position } = await tick(store, 2);
-        await untilVisible(store, position);
+        const { position } = await tick(loggedStore, 2);
+        await untilVisible(loggedStore, position);
         expect(followed.seen.length, 'deaf: the append is not delivered yet').to.equal(1);
         held.release();
         // Far sooner than the 60 s idle poll: only the read every subscriber makes once it listens again.
@@ -208,7 +209,7 @@ describe('append notifications: which subscribers wake, and when', () => {
       }
       const [again] = await listeners();
       expect(again, 'a new LISTEN connection').to.be.a('number').and.not.equal(lost);
-      await tick(store, 3);
+      await tick(loggedStore, 3);
       await within(5_000, 'an append after listening again', () =>
         followed.seen.length === 3 ? true : undefined,
       );
@@ -216,7 +217,7 @@ describe('append notifications: which subscribers wake, and when', () => {
       const said = log.lines.filter((l) => l.msg.startsWith('event store:'));
       expect(said.map((l) => [l.level, l.msg.split(';')[0]])).to.deep.equal([
         [WARN, 'event store: lost the connection that listens for appends'],
-        [INFO, 'event store: listening for appends again'],
+        [INFO, 'event store: listening for appends'],
       ]);
       expect(said[0], 'why, and how late appends are seen meanwhile').to.include({ idlePollMs: 60_000 });
       expect((said[0]!.err as { message: string }).message).to.match(/terminat/i);
@@ -226,8 +227,8 @@ describe('append notifications: which subscribers wake, and when', () => {
     it('ends a connection that refuses LISTEN, says so, and tries again until one accepts it', async function () {
       this.timeout(20_000);
       const log = keptLog();
-      const store = eventStoreOver(db, { idlePollMs: 60_000, logger: log.logger });
-      after.push(() => store.close());
+      const loggedStore = eventStoreOver(db, { idlePollMs: 60_000, logger: log.logger });
+      after.push(() => loggedStore.close());
       // A standby in recovery accepts connections and refuses LISTEN; here the first two are refused.
       const refused: number[] = [];
       const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
@@ -242,7 +243,7 @@ describe('append notifications: which subscribers wake, and when', () => {
         return query.apply(this, args);
       } as typeof pg.Client.prototype.query);
       try {
-        const followed = follow(store, ['Ticked'], controller.signal);
+        const followed = follow(loggedStore, ['Ticked'], controller.signal);
         await within(5_000, 'two refusals and a LISTEN accepted', () =>
           log.lines.some((l) => l.msg.startsWith('event store: listening')) ? true : undefined,
         );
@@ -256,16 +257,17 @@ describe('append notifications: which subscribers wake, and when', () => {
           return rows.length === 0 ? true : undefined;
         });
         const said = log.lines.filter((l) => l.msg.startsWith('event store:'));
-        expect(said.map((l) => [l.level, l.retryInMs])).to.deep.equal([
-          [WARN, 100],
-          [WARN, 200],
-          [INFO, undefined],
+        // The first failure of the spell warns; the retries of an outage are debug lines, counted at the end.
+        expect(said.map((l) => [l.level, l.retryInMs, l.failedTries])).to.deep.equal([
+          [WARN, 100, 1],
+          [DEBUG, 200, 2],
+          [INFO, undefined, 2],
         ]);
         expect((said[0]!.err as { message: string }).message).to.equal(
           'cannot execute LISTEN during recovery',
         );
         // Listening now: an append arrives by notification, long before the 60 s idle poll.
-        await tick(store, 1);
+        await tick(loggedStore, 1);
         await within(5_000, 'an append, by notification', () =>
           followed.seen.length === 1 ? true : undefined,
         );

@@ -74,6 +74,8 @@ export class PostgresEventStore implements EventStore {
   private relisten: NodeJS.Timeout | undefined;
   /** When LISTEN was lost or could not be opened (appends since were announced to no subscriber). */
   private deafSince: number | undefined;
+  /** Tries to open LISTEN that failed since it was last open: only the first of a spell is a warning. */
+  private failedTries = 0;
   private closed = false;
 
   /**
@@ -388,10 +390,11 @@ export class PostgresEventStore implements EventStore {
     if (this.deafSince !== undefined) {
       // Appends made while nobody listened were announced to no one: every subscriber reads once.
       this.options.logger?.info(
-        { deafMs: Date.now() - this.deafSince },
-        'event store: listening for appends again; every subscription reads what it missed',
+        { deafMs: Date.now() - this.deafSince, failedTries: this.failedTries },
+        'event store: listening for appends; every subscription reads what it missed meanwhile',
       );
       this.deafSince = undefined;
+      this.failedTries = 0;
       for (const wake of this.wakeups) wake(ANY_APPEND);
     }
   }
@@ -400,14 +403,21 @@ export class PostgresEventStore implements EventStore {
     return this.options.idlePollMs ?? DEFAULT_IDLE_POLL_MS;
   }
 
-  /** Opening LISTEN failed: said, and tried again after `retryMs`. */
+  /**
+   * Opening LISTEN failed: tried again after `retryMs`. The first failure of a spell is a warning; the
+   * retries of an outage (one every 5 s at most) are debug lines, counted in the line that ends it.
+   */
   private notListening(error: unknown, retryMs: number): void {
     if (this.closed) return;
-    this.options.logger?.warn(
-      { err: error, retryInMs: retryMs, idlePollMs: this.idlePollMs() },
-      'event store: could not listen for appends; subscriptions see appends at their idle poll meanwhile',
-    );
+    this.failedTries++;
     this.listenAgain(retryMs);
+    // No retry was scheduled when no subscriber is left (or one is already pending): then none is promised.
+    const retryInMs = this.relisten === undefined ? undefined : retryMs;
+    const fields = { err: error, retryInMs, failedTries: this.failedTries, idlePollMs: this.idlePollMs() };
+    const message =
+      'event store: could not listen for appends; subscriptions see appends at their idle poll meanwhile';
+    if (this.failedTries === 1) this.options.logger?.warn(fields, message);
+    else this.options.logger?.debug(fields, message);
   }
 
   /**
