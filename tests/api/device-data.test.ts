@@ -410,6 +410,18 @@ describe('GET /v1/devices/{publicId}/state and /telemetry', () => {
           fingerprint(await telemetry('dev_doesnotexist0000000000', named)),
         );
       }
+      // Too many points for one query: refused for the caller's own device, and still the 404 of a device
+      // that does not exist for another project's (the read that failed is not what answers).
+      const tooMany =
+        'from=2026-03-01T00:00:00Z&to=2026-03-31T00:00:00Z&resolution=5m' +
+        '&capabilities=environment.temperature,electrical.energy_import';
+      const own = await telemetry(meter, tooMany);
+      expect([own.status, (own.body as { reason?: string }).reason]).to.deep.equal([400, 'too_many_points']);
+      const foreignTooMany = await telemetry(foreign, tooMany);
+      expect(fingerprint(foreignTooMany)).to.deep.equal(
+        fingerprint(await telemetry('dev_doesnotexist0000000000', tooMany)),
+      );
+      expect(foreignTooMany.status).to.equal(404);
       const readOnly = await tenant.token(['devices:read']);
       const refused = await telemetry(meter, query, readOnly);
       expect([refused.status, refused.body]).to.deep.equal([403, { error: 'forbidden' }]);

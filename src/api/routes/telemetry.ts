@@ -110,12 +110,16 @@ export function telemetryRoutes(deps: { pool: Pool }): Router {
       telemetryAnswer(deps.pool, { deviceId, capabilities, fromMs, toMs }, query);
 
     // Named capabilities need nothing from the device's record: its points are read while the device is
-    // looked up, a round trip less to wait for. They are sent only if the device is the caller's.
-    const early = asked && answer(asked);
-    early?.catch(() => {});
+    // looked up, a round trip less to wait for. They are sent only if the device is the caller's. A read
+    // for a device that is not costs no more than the caller may already ask of its own devices (the
+    // stored-rows cap and the rate limit bound both), and its 404 does not wait for it.
+    const pointsRead = asked && answer(asked);
+    // Looked at only once the device is known; until then its failure (too_many_points, or a database
+    // error) must not surface as an unhandled rejection, nor outrank the 404.
+    pointsRead?.catch(() => {});
     const device = await findDevice(deps.pool, req.principal!.projectId, deviceId);
     if (!device) throw new NotFound('device');
-    const send = await (early ?? answer(defaultCapabilities(device.capabilities, query.resolution)));
+    const send = await (pointsRead ?? answer(defaultCapabilities(device.capabilities, query.resolution)));
     send(res.set('Cache-Control', 'no-store'));
   });
   return router;
@@ -124,8 +128,9 @@ export function telemetryRoutes(deps: { pool: Pool }): Router {
 type TelemetryQuery = z.output<typeof telemetryQuerySchema>;
 
 /**
- * Reads the answer for one device's window and returns what writes it; the device is known to exist. Throws
- * too_many_points before reading when the window holds more stored rows than one query may load.
+ * Reads the answer for one device's window and returns what writes it; the caller sends it only once the
+ * device is known to be the requester's. Throws too_many_points before reading when the window holds more
+ * stored rows than one query may load.
  */
 async function telemetryAnswer(
   pool: Pool,
