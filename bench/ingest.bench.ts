@@ -433,13 +433,30 @@ async function locate(pool: Pool, samples: readonly Sample[]) {
   }));
 }
 
-/** The service's resident memory (its whole process tree) once a second. */
+/**
+ * The service's resident memory (its whole process tree) once a second, and each process's apart, so a
+ * change can be told to the service process or to its projector process (their roles read from their
+ * command lines; anything else the service started, such as the TypeScript loader's helper, is `other`).
+ */
 class RssSampler {
-  readonly #values: number[] = [];
+  readonly #total: number[] = [];
+  readonly #byRole = new Map<string, number[]>();
   readonly #timer: NodeJS.Timeout;
 
   constructor(pid: number) {
-    const sample = () => this.#values.push(processTree(pid).reduce((sum, p) => sum + rssMiB(p), 0));
+    const sample = () => {
+      const byRole = new Map<string, number>();
+      for (const p of processTree(pid)) {
+        const role = p === pid ? 'service' : roleOf(p);
+        byRole.set(role, (byRole.get(role) ?? 0) + rssMiB(p));
+      }
+      this.#total.push([...byRole.values()].reduce((sum, v) => sum + v, 0));
+      for (const [role, miB] of byRole) {
+        const values = this.#byRole.get(role) ?? [];
+        values.push(miB);
+        this.#byRole.set(role, values);
+      }
+    };
     sample();
     this.#timer = setInterval(sample, 1000);
   }
@@ -450,17 +467,38 @@ class RssSampler {
 
   /** First and last tenth of the run compared by their medians, so one GC does not decide it. */
   summary() {
-    const tenth = Math.max(1, Math.floor(this.#values.length / 10));
-    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-    const first = median(this.#values.slice(0, tenth));
-    const last = median(this.#values.slice(-tenth));
-    return {
-      firstMiB: round(first, 1),
-      lastMiB: round(last, 1),
-      maxMiB: round(Math.max(...this.#values), 1),
-      changePercent: first > 0 ? round(((last - first) / first) * 100, 1) : null,
-      seconds: this.#values.length,
-    };
+    const processes = Object.fromEntries(
+      [...this.#byRole].map(([role, values]) => {
+        const { maxMiB: _max, seconds: _seconds, ...change } = firstAndLastTenth(values);
+        return [role, change];
+      }),
+    );
+    return { ...firstAndLastTenth(this.#total), processes };
+  }
+}
+
+function firstAndLastTenth(values: readonly number[]) {
+  const tenth = Math.max(1, Math.floor(values.length / 10));
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  const first = median(values.slice(0, tenth));
+  const last = median(values.slice(-tenth));
+  return {
+    firstMiB: round(first, 1),
+    lastMiB: round(last, 1),
+    maxMiB: round(Math.max(...values), 1),
+    changePercent: first > 0 ? round(((last - first) / first) * 100, 1) : null,
+    seconds: values.length,
+  };
+}
+
+function roleOf(pid: number): string {
+  try {
+    const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return args.includes('--roles') && args[args.indexOf('--roles') + 1] === 'projector'
+      ? 'projector'
+      : 'other';
+  } catch {
+    return 'other';
   }
 }
 
