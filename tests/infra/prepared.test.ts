@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
+import { arrayLiteral } from '../../src/infra/postgres/array-literal.js';
 import { bind, prepared } from '../../src/infra/postgres/prepared.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
@@ -82,6 +83,24 @@ describe('prepared statements and their array parameters', () => {
     expect(rows[0].integers).to.deep.equal(integers.map(String));
     expect(rows[0].documents).to.deep.equal(documents.map((d) => JSON.parse(d)));
     expect(rows[0].flags).to.deep.equal([true, false, null]);
+  });
+
+  const NESTED = prepared(
+    'test.echo-nested-arrays',
+    'SELECT n.member::text[] AS member FROM unnest($1::text[]) WITH ORDINALITY AS n(member, i) ORDER BY n.i',
+  );
+
+  it('carry arrays inside arrays as the text of each inner one (as the device list sends capabilities)', async () => {
+    const inners = [
+      ['binary.switch', 'system.rssi'],
+      [],
+      ['{"a","b"}', 'a,b', 'NULL', '', 'q"\\', 'back\\slash'],
+      ['line\nbreak', 'zwölf ✓'],
+    ];
+    const { rows } = await pool.query<{ member: string[] }>(
+      bind(NESTED, [inners.map((inner) => arrayLiteral(inner)!)]),
+    );
+    expect(rows.map((r) => r.member)).to.deep.equal(inners);
   });
 
   it('are sent as text, except arrays of anything else, which pg serialises itself', () => {

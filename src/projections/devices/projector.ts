@@ -107,7 +107,8 @@ async function insertRegistered(events: RecordedEvent[], db: Parameters<Projecto
       data.map((d) => d.kind),
       data.map((d) => d.manufacturer),
       data.map((d) => d.productModel),
-      data.map((d) => arrayLiteral(d.capabilities)),
+      // Capabilities are strings (the event's schema), which arrayLiteral always writes.
+      data.map((d) => arrayLiteral(d.capabilities)!),
       data.map((d) => d.profile),
       events.map((e) => e.recordedAt.toISOString()),
       events.map((e) => String(e.revision)),
