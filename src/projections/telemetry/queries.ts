@@ -102,6 +102,7 @@ export async function readPointsJson(
       query.from,
       query.to,
       [...query.served.values()],
+      [...query.served.keys()].map((key) => `{"capability_key":${JSON.stringify(key)},"bucket":"`),
     ]),
   );
   return rows[0]!.points;
