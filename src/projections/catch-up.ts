@@ -39,7 +39,8 @@ export async function catchUpProjector(
       const last = beyond(page.lastPosition);
       // The next page is read while this one commits; another instance committing first makes it unused.
       if (!last && !page.atEnd) pages.readAhead(page.lastPosition);
-      const events = page.events.filter((event) => !beyond(event.position));
+      // Positions rise through a page: only a page that ends beyond the target needs looking into.
+      const events = last ? page.events.filter((event) => !beyond(event.position)) : page.events;
       // What was prepared for the page is used only if `events` are still all of it (Projector.prepare).
       await commitBatch(pool, projector, position, events, last ? target : page.lastPosition, page.prepared);
       continue;

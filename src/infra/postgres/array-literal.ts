@@ -11,13 +11,16 @@
  * holds one is written element by element instead.
  */
 export function arrayLiteral(values: readonly unknown[]): string | undefined {
+  let strings = false;
   for (const value of values) {
     const type = typeof value;
-    if (value === null || value === undefined || type === 'string' || type === 'boolean') continue;
-    if (type !== 'number' || !Number.isFinite(value)) return undefined;
+    if (type === 'string') strings = true;
+    else if (value === null || value === undefined || type === 'boolean') continue;
+    else if (type !== 'number' || !Number.isFinite(value)) return undefined;
   }
   const json = JSON.stringify(values);
-  if (!JSON_ONLY_ESCAPE.test(json)) return '{' + json.slice(1, -1) + '}';
+  // Only a string can hold a character JSON escapes otherwise.
+  if (!strings || !JSON_ONLY_ESCAPE.test(json)) return '{' + json.slice(1, -1) + '}';
   return '{' + values.map(element).join(',') + '}';
 }
 

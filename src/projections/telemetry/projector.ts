@@ -147,22 +147,7 @@ type BatchWork = ReturnType<typeof batchWork>;
 
 /** What a batch of readings messages becomes before it is stored: raw columns and folded buckets. */
 function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>, days: LocalDays) {
-  const { readings, instants } = rawColumns(messages);
-  const numeric: FoldedReading[] = [];
-  readings.forEach((reading, n) => {
-    const capability = findCapability(reading.capability);
-    // Text, and keys retired from the catalogue, are kept raw only: they have no buckets.
-    if (typeof reading.value === 'string' || capability === undefined) return;
-    numeric.push({
-      deviceId: reading.deviceId,
-      capability: capability.key,
-      filedMs: reading.filedMs,
-      n,
-      number: Number(reading.value),
-      counter: isCounter(capability),
-      zone: (reading.siteId !== undefined && zones.get(reading.siteId)) || FALLBACK_ZONE,
-    });
-  });
+  const { numeric, instants } = batchColumns(messages, zones);
   return { raw: instants, numeric, buckets: foldBatch(numeric, (ms, zone) => days.of(ms, zone)) };
 }
 
@@ -190,23 +175,15 @@ async function loadZones(messages: readonly RecordedEvent[], db: PoolClient, zon
   for (const row of rows) zones.set(row.site_id, row.timezone);
 }
 
-/** One reading of a batch, in order of application. */
-interface BatchReading {
-  readonly deviceId: string;
-  readonly capability: string;
-  readonly filedMs: number;
-  readonly value: number | boolean | string;
-  readonly siteId: string | undefined;
-}
-
 /**
- * The batch's readings, in order of application, and the rows they make in telemetry_raw as its columns:
- * one row per instant of a message (its neighbouring readings with the same filing time and device time,
- * in message order). An instant's capabilities go as the text of a PostgreSQL array, its values as the text
- * of a JSON array.
+ * In one pass over the batch: its numeric readings in order of application (`n` counts every reading, text
+ * too), to be folded into buckets, and the rows they make in telemetry_raw as its columns: one row per
+ * instant of a message (its neighbouring readings with the same filing time and device time, in message
+ * order). An instant's capabilities go as the text of a PostgreSQL array, its values as the text of a JSON
+ * array. Text, and keys retired from the catalogue, are kept raw only: they have no buckets.
  */
-function rawColumns(messages: readonly RecordedEvent[]) {
-  const readings: BatchReading[] = [];
+function batchColumns(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>) {
+  const numeric: FoldedReading[] = [];
   const instants = {
     deviceIds: [] as string[],
     filedMs: [] as number[],
@@ -216,9 +193,24 @@ function rawColumns(messages: readonly RecordedEvent[]) {
     capabilities: [] as string[],
     values: [] as string[],
   };
+  // Messages of one batch nearly always repeat their capabilities and share a device time among their
+  // readings: each is written or parsed once for as long as it repeats.
+  let lastCapabilities: readonly string[] = [];
+  let lastCapabilityText = '{}';
+  const capabilityText = (keys: readonly string[]) => {
+    if (!sameStrings(keys, lastCapabilities)) {
+      lastCapabilities = keys;
+      lastCapabilityText = arrayLiteral(keys)!;
+    }
+    return lastCapabilityText;
+  };
+  let lastDeviceTime: string | undefined;
+  let lastDeviceMs = 0;
+  let n = 0;
   for (const event of messages) {
     const data = event.data as ReadingsRecordedData;
     const serverMs = Date.parse(data.receivedAt);
+    const zone = (data.siteId !== undefined && zones.get(data.siteId)) || FALLBACK_ZONE;
     // Only neighbours share a row: readings of two rows filed at the same time (no device time, and an
     // implausible one) then still come back in message order, which is what ties are broken by.
     let instant:
@@ -230,19 +222,32 @@ function rawColumns(messages: readonly RecordedEvent[]) {
       instants.eventIds.push(event.id);
       instants.deviceTimes.push(instant.deviceTime);
       instants.serverTimes.push(data.receivedAt);
-      instants.capabilities.push(arrayLiteral(instant.capabilities)!);
+      instants.capabilities.push(capabilityText(instant.capabilities));
       instants.values.push(JSON.stringify(instant.values));
     };
     for (const reading of data.readings) {
-      const deviceMs = reading.deviceTime === undefined ? undefined : Date.parse(reading.deviceTime);
+      let deviceMs: number | undefined;
+      if (reading.deviceTime !== undefined) {
+        if (reading.deviceTime !== lastDeviceTime) {
+          lastDeviceTime = reading.deviceTime;
+          lastDeviceMs = Date.parse(reading.deviceTime);
+        }
+        deviceMs = lastDeviceMs;
+      }
       const filedMs = filedAt(serverMs, deviceMs);
-      readings.push({
-        deviceId: data.deviceId,
-        capability: reading.capability,
-        filedMs,
-        value: reading.value,
-        siteId: data.siteId,
-      });
+      const capability = findCapability(reading.capability);
+      if (typeof reading.value !== 'string' && capability !== undefined) {
+        numeric.push({
+          deviceId: data.deviceId,
+          capability: capability.key,
+          filedMs,
+          n,
+          number: Number(reading.value),
+          counter: isCounter(capability),
+          zone,
+        });
+      }
+      n += 1;
       const deviceTime = reading.deviceTime ?? null;
       if (instant?.filedMs !== filedMs || instant.deviceTime !== deviceTime) {
         close();
@@ -253,5 +258,11 @@ function rawColumns(messages: readonly RecordedEvent[]) {
     }
     close();
   }
-  return { readings, instants };
+  return { numeric, instants };
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
