@@ -205,6 +205,78 @@ describe('page reads of the PostgreSQL event store', () => {
   }
 });
 
+describe('positions and times as PostgreSQL readers return them', () => {
+  it('encodes a position as BigInt would, across the 15-digit fast path, 2^53 and 64 bits, in any order', () => {
+    const reference = (t: bigint, g: bigint) =>
+      t.toString(16).padStart(16, '0') + g.toString(16).padStart(16, '0');
+    const values = [
+      0n,
+      1n,
+      255n,
+      999_999_999_999_999n,
+      1_000_000_000_000_000n,
+      2n ** 53n - 1n,
+      2n ** 53n,
+      2n ** 53n + 1n,
+      2n ** 63n - 1n,
+      2n ** 64n - 1n,
+    ];
+    // Pairs in an order that repeats and changes the transaction, as pages do, and alternates bigint and text.
+    for (const [i, t] of [...values, ...values.slice().reverse(), ...values].entries()) {
+      for (const g of values) {
+        const expected = reference(t, g);
+        expect(encodePgPosition(String(t), String(g)), `${t} ${g}`).to.equal(expected);
+        expect(encodePgPosition(i % 2 === 0 ? t : String(t), g), `${t} ${g}`).to.equal(expected);
+      }
+    }
+  });
+
+  it('gives each event its recording time cut to the millisecond, on every read path', async () => {
+    const { db, store } = await openEventStore();
+    try {
+      const stream = `timed-${randomUUID()}`;
+      await store.append(
+        stream,
+        ['a', 'b', 'c', 'd'].map((n) => ({ id: randomUUID(), type: 'Timed', data: { n } })),
+        'any',
+      );
+      // Microseconds just under the next millisecond, where rounding and cutting differ; and before 1970.
+      const times = [
+        '2026-11-28 01:23:45.123999+00',
+        '2026-11-28 01:23:45.999999+00',
+        '1969-12-31 23:59:59.999500+00',
+        '2026-11-28 01:23:45+00',
+      ];
+      await db.pool.query(
+        `UPDATE eventstore.events e SET recorded_at = t.at
+           FROM unnest($2::int[], $3::timestamptz[]) AS t(revision, at)
+          WHERE e.stream_name = $1 AND e.stream_revision = t.revision`,
+        [stream, [0, 1, 2, 3], times],
+      );
+      const expected = [
+        '2026-11-28T01:23:45.123Z',
+        '2026-11-28T01:23:45.999Z',
+        '1969-12-31T23:59:59.999Z',
+        '2026-11-28T01:23:45.000Z',
+      ];
+      const fromStream = await store.readStream(stream);
+      expect(fromStream.map((e) => e.recordedAt.toISOString())).to.deep.equal(expected);
+      const fromAll = (await store.readAll({ maxCount: 100 })).events.filter((e) => e.streamName === stream);
+      expect(fromAll.map((e) => e.recordedAt.toISOString())).to.deep.equal(expected);
+      const ofType = (await store.readAll({ maxCount: 100, eventTypes: ['Timed'] })).events;
+      expect(ofType.map((e) => e.recordedAt.toISOString())).to.deep.equal(expected);
+      // pg's own parser of the column, which readers used before, agrees.
+      const { rows } = await db.pool.query<{ recorded_at: Date }>(
+        `SELECT recorded_at FROM eventstore.events WHERE stream_name = $1 ORDER BY stream_revision`,
+        [stream],
+      );
+      expect(rows.map((r) => r.recorded_at.toISOString())).to.deep.equal(expected);
+    } finally {
+      await closeEventStore({ db, store });
+    }
+  });
+});
+
 describe('retention horizons of the PostgreSQL event store', () => {
   let running: { db: TestDatabase; store: PostgresEventStore };
   beforeEach(async () => {

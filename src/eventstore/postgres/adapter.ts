@@ -50,7 +50,7 @@ interface EventRow {
   stream_revision: string;
   transaction_id: string;
   global_position: string;
-  recorded_at: Date;
+  recorded_ms: number;
 }
 
 /** Waits before opening LISTEN again after its connection was lost: the first, and the longest. */
@@ -473,7 +473,7 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
     streamName: row.stream_name,
     revision: BigInt(row.stream_revision),
     position: encodePgPosition(row.transaction_id, row.global_position),
-    recordedAt: row.recorded_at,
+    recordedAt: new Date(row.recorded_ms),
   };
 }
 

@@ -11,11 +11,25 @@ export interface PgPosition {
 
 const shape = /^[0-9a-f]{32}$/;
 
+let lastTransaction: bigint | string | undefined;
+let lastTransactionHex = '';
+
 export function encodePgPosition(transactionId: bigint | string, globalPosition: bigint | string): string {
-  return (
-    BigInt(transactionId).toString(16).padStart(16, '0') +
-    BigInt(globalPosition).toString(16).padStart(16, '0')
-  );
+  // The events of a page come mostly in runs of one transaction (one append each).
+  if (transactionId !== lastTransaction) {
+    lastTransactionHex = hex16(transactionId);
+    lastTransaction = transactionId;
+  }
+  return lastTransactionHex + hex16(globalPosition);
+}
+
+/**
+ * 16 hex digits of a non-negative 64-bit integer. Readers encode one position per event; a number of up to
+ * 15 decimal digits is exact as a double and goes without a BigInt, several times cheaper.
+ */
+function hex16(value: bigint | string): string {
+  const digits = typeof value === 'string' && value.length <= 15 ? Number(value) : BigInt(value);
+  return digits.toString(16).padStart(16, '0');
 }
 
 export function decodePgPosition(position: string): PgPosition {
