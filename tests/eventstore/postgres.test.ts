@@ -229,6 +229,10 @@ describe('positions and times as PostgreSQL readers return them', () => {
         expect(encodePgPosition(i % 2 === 0 ? t : String(t), g), `${t} ${g}`).to.equal(expected);
       }
     }
+    // Text that is not an integer's digits is refused, as BigInt refuses it, not written as some number.
+    for (const text of ['1e3', '1.5', 'abc', '12a']) {
+      expect(() => encodePgPosition(text, '0'), text).to.throw();
+    }
   });
 
   it('gives each event its recording time cut to the millisecond, on every read path', async () => {

@@ -24,13 +24,16 @@ export function encodePgPosition(transactionId: bigint | string, globalPosition:
 }
 
 /**
- * 16 hex digits of a non-negative 64-bit integer. Readers encode one position per event; a number of up to
- * 15 decimal digits is exact as a double and goes without a BigInt, several times cheaper.
+ * 16 hex digits of a non-negative 64-bit integer (a bigint, or its decimal digits). Readers encode one
+ * position per event; up to 15 digits are exact as a double and go without a BigInt, several times cheaper.
+ * Anything else goes through BigInt, which refuses what is not an integer.
  */
 function hex16(value: bigint | string): string {
-  const digits = typeof value === 'string' && value.length <= 15 ? Number(value) : BigInt(value);
+  const digits = typeof value === 'string' && FEW_DIGITS.test(value) ? Number(value) : BigInt(value);
   return digits.toString(16).padStart(16, '0');
 }
+
+const FEW_DIGITS = /^[0-9]{1,15}$/;
 
 export function decodePgPosition(position: string): PgPosition {
   if (!shape.test(position)) throw new InvalidPositionError(position);
