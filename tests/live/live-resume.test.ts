@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { createApiApp, createLiveHub } from '../../src/api/app.js';
 import { createHttpServer, listen } from '../../src/api/server.js';
@@ -200,6 +201,40 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
       await resumed.waitFor('nine', () => resumed.frames().length >= 9);
       expect(values(resumed.frames())).to.deep.equal(Array.from({ length: 9 }, (_, i) => value - 8 + i));
       expect(values(second.frames())).to.deep.equal(latest);
+    } finally {
+      await peer.close();
+    }
+  });
+
+  it('begins its answer only once it knows where it starts: a reading appended as soon as the client sees it arrives', async () => {
+    // The woken hub's read of the head is held until the client has appended a reading after seeing the
+    // answer begin (at most 500 ms). Had the answer begun before that read, the reading would lie before the
+    // stream's start and never arrive; it must instead be impossible for the client to see the answer first.
+    let appended = false;
+    let headRead: number | undefined;
+    const store = new Proxy(api.store, {
+      get(target, property) {
+        if (property === 'headPosition')
+          return async () => {
+            for (const deadline = Date.now() + 500; !appended && Date.now() < deadline;) await sleep(10);
+            const head = await target.headPosition();
+            headRead ??= performance.now();
+            return head;
+          };
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as EventStore;
+    const peer = await otherProcess(store);
+    try {
+      const stream = await live('types=telemetry', {}, peer.baseUrl);
+      const answerSeen = performance.now();
+      await readings(1);
+      appended = true;
+      expect(headRead, 'the head was read before the client saw the answer').to.be.a('number');
+      expect(headRead!).to.be.at.most(answerSeen);
+      await stream.waitFor('three', () => stream.frames().length >= 3);
+      expect(values(stream.frames())).to.deep.equal([value - 2, value - 1, value]);
     } finally {
       await peer.close();
     }

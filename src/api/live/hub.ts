@@ -113,6 +113,8 @@ export class LiveHub {
     await this.#follows();
     if (this.#abort.signal.aborted) return stream.end('shutdown');
     if (stream.closed) return;
+    // Only now, with where it starts fixed: an event appended once the client sees the answer is after it.
+    stream.respond();
     if (lastEventId === undefined) return this.#join(stream, this.#headKey);
     const decoded = decodeFrameId(lastEventId);
     if (

@@ -54,6 +54,7 @@ export interface LiveStreamOptions {
 export class LiveStream {
   cursor = '';
   #closed = false;
+  #responded = false;
   #heartbeat: NodeJS.Timeout | undefined;
   #expiry: NodeJS.Timeout | undefined;
   #drained: (() => void) | undefined;
@@ -81,25 +82,35 @@ export class LiveStream {
     return this.options.filter;
   }
 
-  /** Headers, then `retry` before anything else, then the heartbeat and the token's deadline. */
+  /** Follows the connection, and starts the heartbeat and the token's deadline; `respond` begins the answer. */
   open(): void {
     const res = this.res;
-    res.writeHead(200, {
+    res.on('close', () => this.#release());
+    res.on('drain', () => this.#drained?.());
+    this.#heartbeat = setInterval(() => this.#write(': ping\n\n'), this.options.heartbeatMs);
+    this.#expiry = setTimeout(
+      () => this.end('token_expired'),
+      Math.max(0, this.options.expiresAtMs - this.options.now()),
+    );
+  }
+
+  /**
+   * Headers, then `retry` before anything else. The hub calls it once it has fixed where the stream starts,
+   * so that an event appended after the client saw the answer begin is one the stream delivers; whatever is
+   * written first (an early stream_error) begins the answer itself.
+   */
+  respond(): void {
+    if (this.#responded || this.#closed) return;
+    this.#responded = true;
+    this.res.writeHead(200, {
       'Content-Type': 'text/event-stream; charset=utf-8',
       'Cache-Control': 'no-store, no-transform',
       Connection: 'keep-alive',
       // Proxies such as nginx would otherwise hold frames back.
       'X-Accel-Buffering': 'no',
     });
-    res.socket?.setNoDelay(true);
-    res.on('close', () => this.#release());
-    res.on('drain', () => this.#drained?.());
-    this.#write(`retry: ${RETRY_MS}\n\n`);
-    this.#heartbeat = setInterval(() => this.#write(': ping\n\n'), this.options.heartbeatMs);
-    this.#expiry = setTimeout(
-      () => this.end('token_expired'),
-      Math.max(0, this.options.expiresAtMs - this.options.now()),
-    );
+    this.res.socket?.setNoDelay(true);
+    this.res.write(`retry: ${RETRY_MS}\n\n`);
   }
 
   /** A control frame (replay_gap): no id unless given, so the client's last id stays what it was. */
@@ -179,7 +190,9 @@ export class LiveStream {
   }
 
   #write(text: string): void {
-    if (!this.#closed) this.res.write(text);
+    if (this.#closed) return;
+    this.respond();
+    this.res.write(text);
   }
 
   #release(): void {
