@@ -231,7 +231,7 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
       const answerSeen = performance.now();
       await readings(1);
       appended = true;
-      expect(headRead, 'the head was read before the client saw the answer').to.be.a('number');
+      expect(headRead, "the hub's head read, done before the client saw the answer").to.be.a('number');
       expect(headRead!).to.be.at.most(answerSeen);
       await stream.waitFor('three', () => stream.frames().length >= 3);
       expect(values(stream.frames())).to.deep.equal([value - 2, value - 1, value]);

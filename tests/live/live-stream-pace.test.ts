@@ -71,6 +71,47 @@ function frame(): LiveFrame {
   };
 }
 
+/** A stream of one project's telemetry on `res`, opened (following the connection) but not yet answered. */
+function openedStream(res: PacedResponse, heartbeatMs: number): LiveStream {
+  const stream = new LiveStream(res as unknown as ServerResponse, {
+    projectId: 'prj_pace',
+    clientId: 'cli_pace',
+    filter: { types: new Set(['telemetry']), deviceIds: undefined, capabilities: undefined },
+    heartbeatMs,
+    maxBufferedBytes: BOUND,
+    stallMs: STALL_MS,
+    expiresAtMs: Date.now() + 3_600_000,
+    now: () => Date.now(),
+    onClose: () => {},
+  });
+  stream.open();
+  return stream;
+}
+
+describe('LiveStream: the answer begins when the hub says where the stream starts', () => {
+  it('given an opened stream not yet answered, when its heartbeat falls due, then nothing is written until respond', () => {
+    const clock = sinon.useFakeTimers({
+      toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'],
+    });
+    try {
+      const res = new PacedResponse();
+      const writeHead = sinon.spy(res, 'writeHead');
+      const stream = openedStream(res, 15_000);
+      clock.tick(45_000);
+      expect(writeHead.called, 'no answer before respond, whatever the heartbeat').to.equal(false);
+      expect(res.written).to.equal('');
+      stream.respond();
+      stream.respond();
+      expect(writeHead.callCount, 'headers once').to.equal(1);
+      clock.tick(15_000);
+      expect(res.written).to.equal('retry: 5000\n\n: ping\n\n');
+      stream.end('shutdown');
+    } finally {
+      clock.restore();
+    }
+  });
+});
+
 describe('LiveStream pacing: behind is not cut, stalled is', () => {
   let clock: sinon.SinonFakeTimers;
   let res: PacedResponse;
@@ -82,18 +123,7 @@ describe('LiveStream pacing: behind is not cut, stalled is', () => {
       toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'],
     });
     res = new PacedResponse();
-    stream = new LiveStream(res as unknown as ServerResponse, {
-      projectId: 'prj_pace',
-      clientId: 'cli_pace',
-      filter: { types: new Set(['telemetry']), deviceIds: undefined, capabilities: undefined },
-      heartbeatMs: 60_000,
-      maxBufferedBytes: BOUND,
-      stallMs: STALL_MS,
-      expiresAtMs: Date.now() + 3_600_000,
-      now: () => Date.now(),
-      onClose: () => {},
-    });
-    stream.open();
+    stream = openedStream(res, 60_000);
   });
   afterEach(() => {
     stream.end('shutdown');

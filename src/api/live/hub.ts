@@ -113,7 +113,8 @@ export class LiveHub {
     await this.#follows();
     if (this.#abort.signal.aborted) return stream.end('shutdown');
     if (stream.closed) return;
-    // Only now, with where it starts fixed: an event appended once the client sees the answer is after it.
+    // Only now that the hub follows from a known point: an event appended once the client sees the answer
+    // is one the stream delivers (after an unknown id, one its replay_gap covers).
     stream.respond();
     if (lastEventId === undefined) return this.#join(stream, this.#headKey);
     const decoded = decodeFrameId(lastEventId);

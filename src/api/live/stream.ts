@@ -82,12 +82,11 @@ export class LiveStream {
     return this.options.filter;
   }
 
-  /** Follows the connection, and starts the heartbeat and the token's deadline; `respond` begins the answer. */
+  /** Follows the connection and starts the token's deadline; `respond` begins the answer and the heartbeat. */
   open(): void {
     const res = this.res;
     res.on('close', () => this.#release());
     res.on('drain', () => this.#drained?.());
-    this.#heartbeat = setInterval(() => this.#write(': ping\n\n'), this.options.heartbeatMs);
     this.#expiry = setTimeout(
       () => this.end('token_expired'),
       Math.max(0, this.options.expiresAtMs - this.options.now()),
@@ -95,9 +94,10 @@ export class LiveStream {
   }
 
   /**
-   * Headers, then `retry` before anything else. The hub calls it once it has fixed where the stream starts,
-   * so that an event appended after the client saw the answer begin is one the stream delivers; whatever is
-   * written first (an early stream_error) begins the answer itself.
+   * Headers, then `retry` before anything else, then the heartbeat. The hub calls it once it has fixed where
+   * the stream starts, so that an event appended after the client saw the answer begin is one the stream
+   * delivers (a heartbeat due earlier must not begin it); whatever is written first (an early stream_error)
+   * begins the answer itself.
    */
   respond(): void {
     if (this.#responded || this.#closed) return;
@@ -111,6 +111,7 @@ export class LiveStream {
     });
     this.res.socket?.setNoDelay(true);
     this.res.write(`retry: ${RETRY_MS}\n\n`);
+    this.#heartbeat = setInterval(() => this.#write(': ping\n\n'), this.options.heartbeatMs);
   }
 
   /** A control frame (replay_gap): no id unless given, so the client's last id stays what it was. */
