@@ -41,6 +41,15 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
       })),
     );
   const values = (frames: readonly Frame[]) => frames.map((f) => f.data.value);
+  /** The test API's store with one method replaced (made from the real store); the rest pass through. */
+  const storeWith = <K extends keyof EventStore>(method: K, replace: (target: EventStore) => EventStore[K]) =>
+    new Proxy(api.store, {
+      get(target, property) {
+        if (property === method) return replace(target);
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as EventStore;
   /** Another API process on the same store: its own live hub and HTTP server. */
   const otherProcess = async (store: EventStore = api.store) => {
     const logger = createLogger('silent');
@@ -146,27 +155,20 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
   it('rests while no stream is open: no subscription then, and a new stream wakes it at the head', async () => {
     // The same store, with the hub's subscriptions recorded: where each starts and whether it has ended.
     const subscriptions: { after: string | undefined; ended: boolean }[] = [];
-    const store = new Proxy(api.store, {
-      get(target, property) {
-        if (property === 'subscribeToAll')
-          return (options: SubscribeOptions) => {
-            const record = { after: options.after, ended: false };
-            subscriptions.push(record);
-            const source = target.subscribeToAll(options);
-            return {
-              async *[Symbol.asyncIterator]() {
-                try {
-                  yield* source;
-                } finally {
-                  record.ended = true;
-                }
-              },
-            };
-          };
-        const value = Reflect.get(target, property, target) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    }) as EventStore;
+    const store = storeWith('subscribeToAll', (target) => (options: SubscribeOptions) => {
+      const record = { after: options.after, ended: false };
+      subscriptions.push(record);
+      const source = target.subscribeToAll(options);
+      return {
+        async *[Symbol.asyncIterator]() {
+          try {
+            yield* source;
+          } finally {
+            record.ended = true;
+          }
+        },
+      };
+    });
     const peer = await otherProcess(store);
     const { hub, baseUrl } = peer;
     try {
@@ -212,19 +214,12 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
     // stream's start and never arrive; it must instead be impossible for the client to see the answer first.
     let appended = false;
     let headRead: number | undefined;
-    const store = new Proxy(api.store, {
-      get(target, property) {
-        if (property === 'headPosition')
-          return async () => {
-            for (const deadline = Date.now() + 500; !appended && Date.now() < deadline;) await sleep(10);
-            const head = await target.headPosition();
-            headRead ??= performance.now();
-            return head;
-          };
-        const value = Reflect.get(target, property, target) as unknown;
-        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    }) as EventStore;
+    const store = storeWith('headPosition', (target) => async () => {
+      for (const deadline = Date.now() + 500; !appended && Date.now() < deadline;) await sleep(10);
+      const head = await target.headPosition();
+      headRead ??= performance.now();
+      return head;
+    });
     const peer = await otherProcess(store);
     try {
       const stream = await live('types=telemetry', {}, peer.baseUrl);

@@ -198,7 +198,8 @@ function batchColumns(messages: readonly RecordedEvent[], zones: ReadonlyMap<str
   let lastCapabilities: readonly string[] = [];
   let lastCapabilityText = '{}';
   const capabilityText = (keys: readonly string[]) => {
-    if (!sameStrings(keys, lastCapabilities)) {
+    const same = keys.length === lastCapabilities.length && keys.every((k, i) => k === lastCapabilities[i]);
+    if (!same) {
       lastCapabilities = keys;
       lastCapabilityText = arrayLiteral(keys)!;
     }
@@ -259,10 +260,4 @@ function batchColumns(messages: readonly RecordedEvent[], zones: ReadonlyMap<str
     close();
   }
   return { numeric, instants };
-}
-
-function sameStrings(a: readonly string[], b: readonly string[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
