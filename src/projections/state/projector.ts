@@ -6,6 +6,7 @@ import type { RecordedEvent } from '../../eventstore/port.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
+import { RepeatedTimes } from '../repeated-times.js';
 import { RECORD_STATE } from './sql.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
@@ -41,14 +42,14 @@ export function stateProjector(): Projector {
     tables: ['device_state', 'device_presence'],
     schemaSql,
     async apply(events, db) {
-      const latest = new Map<string, Latest>();
+      const latest = new LatestReadings();
       const presence = new Map<string, Presence>();
       events.forEach((event, eventIndex) => {
         if (event.type === 'ReadingsRecorded') collectReadings(event, eventIndex, latest, presence);
         else if (event.type === 'DeviceConnectivityChanged') collectConnectivity(event, presence);
       });
-      if (latest.size === 0 && presence.size === 0) return;
-      const rows = [...latest.values()];
+      const rows = latest.rows();
+      if (rows.length === 0 && presence.size === 0) return;
       const entries = [...presence.entries()];
       const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
       await db.query(
@@ -85,19 +86,48 @@ function presenceOf(presence: Map<string, Presence>, deviceId: string): Presence
   return p;
 }
 
+/**
+ * The batch's latest candidate per (device, capability), kept per device: a device id is hashed once per
+ * message, and a capability key (the catalogue's own string) once, where a joined key was a new string to
+ * hash per reading.
+ */
+class LatestReadings {
+  readonly #byDevice = new Map<string, Map<string, Latest>>();
+  readonly #deviceTimes = new RepeatedTimes();
+
+  of(deviceId: string): Map<string, Latest> {
+    let readings = this.#byDevice.get(deviceId);
+    if (!readings) {
+      readings = new Map();
+      this.#byDevice.set(deviceId, readings);
+    }
+    return readings;
+  }
+
+  deviceMs(deviceTime: string | undefined): number | undefined {
+    return deviceTime === undefined ? undefined : this.#deviceTimes.ms(deviceTime);
+  }
+
+  rows(): Latest[] {
+    const rows: Latest[] = [];
+    for (const readings of this.#byDevice.values()) for (const row of readings.values()) rows.push(row);
+    return rows;
+  }
+}
+
 function collectReadings(
   event: RecordedEvent,
   eventIndex: number,
-  latest: Map<string, Latest>,
+  latest: LatestReadings,
   presence: Map<string, Presence>,
 ) {
   const data = event.data as ReadingsRecordedData;
   const serverMs = Date.parse(data.receivedAt);
+  const ofDevice = latest.of(data.deviceId);
   for (const reading of data.readings) {
     // A key retired from the catalogue has no unit to render; its old readings are left out of the state.
     const capability = findCapability(reading.capability);
     if (!capability) continue;
-    const deviceMs = reading.deviceTime === undefined ? undefined : Date.parse(reading.deviceTime);
     const candidate: Latest = {
       deviceId: data.deviceId,
       capability: capability.key,
@@ -107,11 +137,10 @@ function collectReadings(
       serverTime: data.receivedAt,
       serverMs,
       eventIndex,
-      filedMs: filedAt(serverMs, deviceMs),
+      filedMs: filedAt(serverMs, latest.deviceMs(reading.deviceTime)),
     };
-    const key = `${data.deviceId}\u0000${capability.key}`;
-    const current = latest.get(key);
-    if (!current || isLater(candidate, current)) latest.set(key, candidate);
+    const current = ofDevice.get(capability.key);
+    if (!current || isLater(candidate, current)) ofDevice.set(capability.key, candidate);
   }
   const p = presenceOf(presence, data.deviceId);
   p.lastSeenMs = Math.max(p.lastSeenMs ?? serverMs, serverMs);
