@@ -60,14 +60,20 @@ export function foldBatch(
   readings: readonly FoldedReading[],
   dayOf: (ms: number, zone: string) => LocalDay,
 ): BucketFold[] {
-  const series = new Map<string, Series>();
+  // Per device, then per capability: a device id is hashed once per message and a capability key (the
+  // catalogue's own string) once, where a joined key was a new string to hash per reading.
+  const series = new Map<string, Map<string, Series>>();
   const result: BucketFold[] = [];
   for (const r of readings) {
-    const key = r.deviceId + '\u0000' + r.capability;
-    let s = series.get(key);
+    let ofDevice = series.get(r.deviceId);
+    if (!ofDevice) {
+      ofDevice = new Map();
+      series.set(r.deviceId, ofDevice);
+    }
+    let s = ofDevice.get(r.capability);
     if (!s) {
       s = { buckets: [new Map(), new Map(), new Map()], day: undefined };
-      series.set(key, s);
+      ofDevice.set(r.capability, s);
     }
     if (!s.day || r.filedMs < s.day.start || r.filedMs >= s.day.end) s.day = dayOf(r.filedMs, r.zone);
     add(s.buckets[0], '1m', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1m']), r, result);
