@@ -18,7 +18,7 @@ async function slowTransactions(pool: pg.Pool, transactions: number, eventsEach:
       try {
         await client.query('BEGIN');
         await client.query(
-          `SELECT eventstore.append_events($1, -2, $2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[])`,
+          `SELECT eventstore.append_events($1, -2, $2::uuid[], $3::text[], $4::json[], $5::json[])`,
           [
             `burst-${randomUUID()}`,
             batch,

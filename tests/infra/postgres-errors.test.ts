@@ -16,22 +16,54 @@ describe('PostgreSQL error classes', () => {
     await closeEventStore({ db, store });
   });
 
+  // Event data is stored as json since migration 0404, which checks only the syntax: the store's own
+  // eventstore.storable() keeps these refusals on every append path (one stream, several, a batch).
+  const appendPaths = {
+    append: (data: object) =>
+      store.append(`probe-${randomUUID()}`, [{ id: randomUUID(), type: 'Probe', data }], 'any'),
+    appendMany: (data: object) =>
+      store.appendMany([
+        {
+          streamName: `probe-${randomUUID()}`,
+          events: [{ id: randomUUID(), type: 'Probe', data: {} }],
+          expectedRevision: 'any',
+        },
+        {
+          streamName: `probe-${randomUUID()}`,
+          events: [{ id: randomUUID(), type: 'Probe', data }],
+          expectedRevision: 'any',
+        },
+      ]),
+    appendBatch: (data: object) =>
+      store.appendBatch([
+        { streamName: `probe-${randomUUID()}`, event: { id: randomUUID(), type: 'Probe', data } },
+      ]),
+  };
+
   for (const [label, text] of [
     ['a NUL', 'TS0601\u0000'],
     ['a lone surrogate', 'bulb \ud800'],
   ] as const) {
-    it(`the real server refuses ${label} in event data as a data error (class 22), not a connection error`, async () => {
-      const error = await store
-        .append(`probe-${randomUUID()}`, [{ id: randomUUID(), type: 'Probe', data: { text } }], 'any')
-        .then(
+    for (const [path, appendWith] of Object.entries(appendPaths)) {
+      it(`the real server refuses ${label} in event data as a data error (class 22), not a connection error (${path})`, async () => {
+        const error = await appendWith({ text }).then(
           () => undefined,
           (e: unknown) => e,
         );
-      expect(error, 'the append failed').to.be.instanceOf(Error);
-      expect(isDataError(error), String(error)).to.equal(true);
-      expect(isConnectionError(error)).to.equal(false);
-    });
+        expect(error, 'the append failed').to.be.instanceOf(Error);
+        expect(isDataError(error), String(error)).to.equal(true);
+        expect(isConnectionError(error)).to.equal(false);
+      });
+    }
   }
+
+  it('stores text that only looks like an escape, control characters and a surrogate pair, unchanged', async () => {
+    const data = { path: 'C:\\users\\u0000', bell: 'ring\u0007', emoji: 'plug \ud83d\udd0c' };
+    const streamName = `probe-${randomUUID()}`;
+    await store.appendBatch([{ streamName, event: { id: randomUUID(), type: 'Probe', data } }]);
+    const [stored] = await store.readStream(streamName);
+    expect(stored!.data).to.deep.equal(data);
+  });
 
   it("the real server's 'too many connections' (53300) is a busy error, not a fault", async () => {
     // A role allowed no connections at all: the server itself refuses, as when max_connections is reached.

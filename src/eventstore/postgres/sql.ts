@@ -4,12 +4,12 @@ import { prepared } from '../../infra/postgres/prepared.js';
 
 export const APPEND_EVENTS = `
   SELECT next_revision, last_transaction_id::text AS transaction_id, last_global_position
-    FROM eventstore.append_events($1, $2, $3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[])`;
+    FROM eventstore.append_events($1, $2, $3::uuid[], $4::text[], $5::json[], $6::json[])`;
 
 export const APPEND_STREAMS = `
   SELECT next_revision, last_transaction_id::text AS transaction_id, last_global_position
     FROM eventstore.append_streams($1::text[], $2::bigint[], $3::integer[], $4::uuid[], $5::text[],
-                                   $6::jsonb[], $7::jsonb[])`;
+                                   $6::json[], $7::json[])`;
 
 export const STREAM_REVISIONS = `
   SELECT stream_name, revision FROM eventstore.streams WHERE stream_name = ANY ($1::text[])`;
@@ -18,7 +18,7 @@ export const APPEND_BATCH = prepared(
   'eventstore.append-batch',
   `
   SELECT event_id, inserted, transaction_id::text AS transaction_id, global_position
-    FROM eventstore.append_batch($1::text[], $2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[])`,
+    FROM eventstore.append_batch($1::text[], $2::uuid[], $3::text[], $4::json[], $5::json[])`,
 );
 
 /**
