@@ -6,7 +6,9 @@ export class RepeatedTimes {
   #last: string | undefined;
   #lastMs = 0;
 
-  ms(time: string): number {
+  /** Undefined stays undefined: a reading without a device time is filed at its server time. */
+  ms(time: string | undefined): number | undefined {
+    if (time === undefined) return undefined;
     if (time !== this.#last) {
       this.#last = time;
       this.#lastMs = Date.parse(time);

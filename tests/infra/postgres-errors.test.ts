@@ -57,7 +57,7 @@ describe('PostgreSQL error classes', () => {
     }
   }
 
-  it('stores text that only looks like an escape, control characters and a surrogate pair, unchanged', async () => {
+  it('stores text that only looks like an escape, a control character and an emoji, unchanged', async () => {
     const data = { path: 'C:\\users\\u0000', bell: 'ring\u0007', emoji: 'plug \ud83d\udd0c' };
     const streamName = `probe-${randomUUID()}`;
     await store.appendBatch([{ streamName, event: { id: randomUUID(), type: 'Probe', data } }]);

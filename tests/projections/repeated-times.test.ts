@@ -15,11 +15,12 @@ describe('RepeatedTimes', () => {
       '2026-11-28T05:00:00+01:00',
       '2026-11-28T04:00:00.000Z',
       'not a time',
+      undefined,
     ];
     const answers = inputs.map((t) => times.ms(t));
     parse.restore();
-    expect(answers).to.deep.equal(inputs.map((t) => Date.parse(t)));
-    // Two runs of two, then two of one: four parses for six times.
+    expect(answers).to.deep.equal(inputs.map((t) => (t === undefined ? undefined : Date.parse(t))));
+    // Two runs of two, then two of one: four parses for six times (and none for no time).
     expect(parse.callCount).to.equal(4);
   });
 });

@@ -44,8 +44,10 @@ export function stateProjector(): Projector {
     async apply(events, db) {
       const latest = new LatestReadings();
       const presence = new Map<string, Presence>();
+      const deviceTimes = new RepeatedTimes();
       events.forEach((event, eventIndex) => {
-        if (event.type === 'ReadingsRecorded') collectReadings(event, eventIndex, latest, presence);
+        if (event.type === 'ReadingsRecorded')
+          collectReadings(event, eventIndex, { latest, presence, deviceTimes });
         else if (event.type === 'DeviceConnectivityChanged') collectConnectivity(event, presence);
       });
       const rows = latest.rows();
@@ -93,7 +95,6 @@ function presenceOf(presence: Map<string, Presence>, deviceId: string): Presence
  */
 class LatestReadings {
   readonly #byDevice = new Map<string, Map<string, Latest>>();
-  readonly #deviceTimes = new RepeatedTimes();
 
   of(deviceId: string): Map<string, Latest> {
     let readings = this.#byDevice.get(deviceId);
@@ -102,10 +103,6 @@ class LatestReadings {
       this.#byDevice.set(deviceId, readings);
     }
     return readings;
-  }
-
-  deviceMs(deviceTime: string | undefined): number | undefined {
-    return deviceTime === undefined ? undefined : this.#deviceTimes.ms(deviceTime);
   }
 
   rows(): Latest[] {
@@ -118,9 +115,9 @@ class LatestReadings {
 function collectReadings(
   event: RecordedEvent,
   eventIndex: number,
-  latest: LatestReadings,
-  presence: Map<string, Presence>,
+  batch: { latest: LatestReadings; presence: Map<string, Presence>; deviceTimes: RepeatedTimes },
 ) {
+  const { latest, presence, deviceTimes } = batch;
   const data = event.data as ReadingsRecordedData;
   const serverMs = Date.parse(data.receivedAt);
   const ofDevice = latest.of(data.deviceId);
@@ -137,7 +134,7 @@ function collectReadings(
       serverTime: data.receivedAt,
       serverMs,
       eventIndex,
-      filedMs: filedAt(serverMs, latest.deviceMs(reading.deviceTime)),
+      filedMs: filedAt(serverMs, deviceTimes.ms(reading.deviceTime)),
     };
     const current = ofDevice.get(capability.key);
     if (!current || isLater(candidate, current)) ofDevice.set(capability.key, candidate);

@@ -60,8 +60,8 @@ export function foldBatch(
   readings: readonly FoldedReading[],
   dayOf: (ms: number, zone: string) => LocalDay,
 ): BucketFold[] {
-  // Per device, then per capability: a device id is hashed once per message and a capability key (the
-  // catalogue's own string) once, where a joined key was a new string to hash per reading.
+  // Per device, then per capability: no joined key is built per reading, a new string to hash each time;
+  // a device id string hashes once and a capability key is the catalogue's own string.
   const series = new Map<string, Map<string, Series>>();
   const result: BucketFold[] = [];
   for (const r of readings) {

@@ -195,8 +195,7 @@ function batchColumns(messages: readonly RecordedEvent[], zones: ReadonlyMap<str
     // implausible one) then still come back in message order, which is what ties are broken by.
     let instant: Instant | undefined;
     for (const reading of data.readings) {
-      const deviceMs = reading.deviceTime === undefined ? undefined : deviceTimes.ms(reading.deviceTime);
-      const filedMs = filedAt(serverMs, deviceMs);
+      const filedMs = filedAt(serverMs, deviceTimes.ms(reading.deviceTime));
       const capability = findCapability(reading.capability);
       if (typeof reading.value !== 'string' && capability !== undefined) {
         numeric.push({
