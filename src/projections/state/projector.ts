@@ -5,6 +5,7 @@ import { filedAt, type ReadingsRecordedData } from '../../domain/readings/index.
 import type { RecordedEvent } from '../../eventstore/port.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
+import { ByDeviceCapability } from '../by-device-capability.js';
 import type { Projector } from '../projector.js';
 import { RepeatedTimes } from '../repeated-times.js';
 import { RECORD_STATE } from './sql.js';
@@ -42,7 +43,7 @@ export function stateProjector(): Projector {
     tables: ['device_state', 'device_presence'],
     schemaSql,
     async apply(events, db) {
-      const latest = new LatestReadings();
+      const latest = new ByDeviceCapability<Latest>();
       const presence = new Map<string, Presence>();
       const deviceTimes = new RepeatedTimes();
       events.forEach((event, eventIndex) => {
@@ -50,7 +51,7 @@ export function stateProjector(): Projector {
           collectReadings(event, eventIndex, { latest, presence, deviceTimes });
         else if (event.type === 'DeviceConnectivityChanged') collectConnectivity(event, presence);
       });
-      const rows = latest.rows();
+      const rows = latest.values();
       if (rows.length === 0 && presence.size === 0) return;
       const entries = [...presence.entries()];
       const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
@@ -88,34 +89,10 @@ function presenceOf(presence: Map<string, Presence>, deviceId: string): Presence
   return p;
 }
 
-/**
- * The batch's latest candidate per (device, capability), kept per device: a device id is hashed once per
- * message, and a capability key (the catalogue's own string) once, where a joined key was a new string to
- * hash per reading.
- */
-class LatestReadings {
-  readonly #byDevice = new Map<string, Map<string, Latest>>();
-
-  of(deviceId: string): Map<string, Latest> {
-    let readings = this.#byDevice.get(deviceId);
-    if (!readings) {
-      readings = new Map();
-      this.#byDevice.set(deviceId, readings);
-    }
-    return readings;
-  }
-
-  rows(): Latest[] {
-    const rows: Latest[] = [];
-    for (const readings of this.#byDevice.values()) for (const row of readings.values()) rows.push(row);
-    return rows;
-  }
-}
-
 function collectReadings(
   event: RecordedEvent,
   eventIndex: number,
-  batch: { latest: LatestReadings; presence: Map<string, Presence>; deviceTimes: RepeatedTimes },
+  batch: { latest: ByDeviceCapability<Latest>; presence: Map<string, Presence>; deviceTimes: RepeatedTimes },
 ) {
   const { latest, presence, deviceTimes } = batch;
   const data = event.data as ReadingsRecordedData;

@@ -5,6 +5,7 @@ import {
   type LocalDay,
   type StoredResolution,
 } from '../../domain/readings/index.js';
+import { ByDeviceCapability } from '../by-device-capability.js';
 
 /** One numeric reading of a batch, in order of application (`n`). */
 export interface FoldedReading {
@@ -60,16 +61,10 @@ export function foldBatch(
   readings: readonly FoldedReading[],
   dayOf: (ms: number, zone: string) => LocalDay,
 ): BucketFold[] {
-  // Per device, then per capability: no joined key is built per reading, a new string to hash each time;
-  // a device id string hashes once and a capability key is the catalogue's own string.
-  const series = new Map<string, Map<string, Series>>();
+  const series = new ByDeviceCapability<Series>();
   const result: BucketFold[] = [];
   for (const r of readings) {
-    let ofDevice = series.get(r.deviceId);
-    if (!ofDevice) {
-      ofDevice = new Map();
-      series.set(r.deviceId, ofDevice);
-    }
+    const ofDevice = series.of(r.deviceId);
     let s = ofDevice.get(r.capability);
     if (!s) {
       s = { buckets: [new Map(), new Map(), new Map()], day: undefined };
