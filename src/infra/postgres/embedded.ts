@@ -189,12 +189,12 @@ export async function startEmbeddedStandby(options: {
 }
 
 /**
- * glibc's allocator, as the server's processes get it. By default glibc maps each large block (128 KiB
- * and up, a bound it raises only as such blocks are freed) fresh from the kernel, and gives memory at the
- * top of its heap back once 128 KiB of it is free, so a backend pays a page fault for every 4 KiB of the
- * memory a statement takes (a page of events sorted, a batch's arrays read in), statement after
- * statement. Under ingest load that was 12 % of PostgreSQL's CPU: the kernel mapping and zeroing pages.
- * Blocks up to 32 MiB now come from the heap, and up to 128 MiB of it free is kept for the next statement
+ * glibc's allocator, as the server's processes get it. Left to itself, glibc maps a block above its mmap
+ * threshold fresh from the kernel (128 KiB at first, raised to the size of each such block freed) and hands
+ * free memory at the top of its heap back beyond its trim threshold (twice the other), so a backend whose
+ * statements take and free memory in large pieces (a page of events sorted, a tuplestore, a batch's arrays
+ * read in) keeps faulting zeroed pages in: 16 % of PostgreSQL's CPU under ingest load, by perf. Fixed at
+ * 32 MiB (glibc's ceiling on 64-bit) and 128 MiB, blocks stay on the heap for the next statement
  * (docs/performance.md, "PostgreSQL's allocator"). An operator's own setting in the environment wins; other
  * C libraries ignore both.
  */
