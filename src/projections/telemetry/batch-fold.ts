@@ -23,12 +23,16 @@ export interface FoldedReading {
  * A batch's readings of one bucket, reduced to what the stored row merges with: the same statistics the
  * bucket table keeps. first/last follow filing time, then order of application; `increase` is the
  * reset-aware rise along the bucket's readings in that order (counters only, else null).
+ *
+ * `starts` holds the bucket's start in each resolution it stands for. When a series' readings of the batch
+ * all fall in one minute, as they nearly always do in live ingest (a batch spans a fraction of a second),
+ * its minute, hour and day hold the same readings, so one fold stands for all three: a third of the rows to
+ * write out and for PostgreSQL to read in.
  */
 export interface BucketFold {
-  readonly resolution: StoredResolution;
+  readonly starts: Partial<Record<StoredResolution, number>>;
   readonly deviceId: string;
   readonly capability: string;
-  readonly startMs: number;
   samples: number;
   sum: number;
   min: number;
@@ -53,8 +57,9 @@ const before = (ms: number, n: number, thanMs: number, thanN: number) =>
   ms < thanMs || (ms === thanMs && n < thanN);
 
 /**
- * Merges a batch's readings into one row per (resolution, device, capability, bucket) in memory, so each
- * bucket is upserted once per batch whatever the number of its readings. `dayOf` gives the local day of an
+ * Merges a batch's readings into one fold per (resolution, device, capability, bucket) in memory, so each
+ * bucket is upserted once per batch whatever the number of its readings; a minute's fold stands for its
+ * hour's and day's when they hold the same readings (`starts`). `dayOf` gives the local day of an
  * instant in a zone (remembered per series, as a device's readings mostly share a day).
  */
 export function foldBatch(
@@ -63,26 +68,41 @@ export function foldBatch(
 ): BucketFold[] {
   const series = new ByDeviceCapability<Series>();
   const result: BucketFold[] = [];
+  const all: Series[] = [];
   for (const r of readings) {
     const ofDevice = series.of(r.deviceId);
     let s = ofDevice.get(r.capability);
     if (!s) {
       s = { buckets: [new Map(), new Map(), new Map()], day: undefined };
       ofDevice.set(r.capability, s);
+      all.push(s);
     }
     if (!s.day || r.filedMs < s.day.start || r.filedMs >= s.day.end) s.day = dayOf(r.filedMs, r.zone);
     add(s.buckets[0], '1m', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1m']), r, result);
     add(s.buckets[1], '1h', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1h']), r, result);
     add(s.buckets[2], '1d', s.day.start, r, result);
   }
-  for (const fold of result) {
+  const represented = new Set<BucketFold>();
+  for (const { buckets } of all) {
+    if (buckets[0].size !== 1 || buckets[1].size !== 1 || buckets[2].size !== 1) continue;
+    const [minute, hour, day] = buckets.map((b) => b.values().next().value!) as [
+      BucketFold,
+      BucketFold,
+      BucketFold,
+    ];
+    minute.starts['1h'] = hour.starts['1h'];
+    minute.starts['1d'] = day.starts['1d'];
+    represented.add(hour).add(day);
+  }
+  const folds = represented.size === 0 ? result : result.filter((fold) => !represented.has(fold));
+  for (const fold of folds) {
     if (!fold.readings) continue;
     fold.increase = riseAlong(
       fold.readings.sort((a, b) => a.filedMs - b.filedMs || a.n - b.n).map((r) => r.number),
     );
     fold.readings = undefined;
   }
-  return result;
+  return folds;
 }
 
 function add(
@@ -95,10 +115,9 @@ function add(
   const fold = buckets.get(startMs);
   if (!fold) {
     const created: BucketFold = {
-      resolution,
+      starts: { [resolution]: startMs },
       deviceId: r.deviceId,
       capability: r.capability,
-      startMs,
       samples: 1,
       sum: r.number,
       min: r.number,

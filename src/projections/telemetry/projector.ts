@@ -87,7 +87,7 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
         ...(['1m', '1h', '1d'] as const).flatMap((resolution) =>
           partitionsFor(
             PARTITIONED_TABLES[resolution],
-            buckets.filter((b) => b.resolution === resolution).map((b) => b.startMs),
+            buckets.flatMap((b) => b.starts[resolution] ?? []),
           ),
         ),
       ]);
@@ -105,10 +105,11 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
           raw.serverTimes,
           raw.capabilities,
           raw.values,
-          buckets.map((b) => b.resolution),
           buckets.map((b) => b.deviceId),
           buckets.map((b) => b.capability),
-          buckets.map((b) => b.startMs),
+          buckets.map((b) => b.starts['1m'] ?? null),
+          buckets.map((b) => b.starts['1h'] ?? null),
+          buckets.map((b) => b.starts['1d'] ?? null),
           buckets.map((b) => b.samples),
           buckets.map((b) => b.sum),
           buckets.map((b) => b.min),

@@ -30,10 +30,10 @@ const upsertBuckets = (name: string, table: string, resolution: string) => `
   ${name} AS (
     INSERT INTO ${table} AS t (device_id, capability, bucket_start, samples, sum, min, max,
                                first_at, first_value, last_at, last_value, increase)
-    SELECT b.device_id, b.capability, ${EPOCH} + b.start_ms * ${MS}, b.samples, b.sum, b.min, b.max,
+    SELECT b.device_id, b.capability, ${EPOCH} + b.start_${resolution} * ${MS}, b.samples, b.sum, b.min, b.max,
            ${EPOCH} + b.first_ms * ${MS}, b.first_value, ${EPOCH} + b.last_ms * ${MS}, b.last_value, b.increase
       FROM buckets b
-     WHERE b.resolution = '${resolution}'
+     WHERE b.start_${resolution} IS NOT NULL
     ON CONFLICT (device_id, capability, bucket_start) DO UPDATE
        SET samples = t.samples + excluded.samples,
            sum = t.sum + excluded.sum,
@@ -63,9 +63,10 @@ export const APPLIED_POSITION = prepared(
 
 /**
  * One batch in one statement: its raw rows (one per instant of a message, schema.sql) appended to
- * telemetry_raw in order of application ($1-$7), its buckets ($8-$20, one row per bucket and resolution)
- * merged into the 1m, 1h and 1d tables, and the applied position ($21, of projector $23) moved. Returns the
- * counter buckets ($22: counter keys) whose increase must be recomputed.
+ * telemetry_raw in order of application ($1-$7), its buckets ($8-$21, one row per fold: its start in each
+ * resolution it stands for, batch-fold.ts) merged into the 1m, 1h and 1d tables, and the applied position
+ * ($22, of projector $24) moved. Returns the counter buckets ($23: counter keys) whose increase must be
+ * recomputed.
  */
 export const RECORD_BATCH = prepared(
   'telemetry.record-batch',
@@ -81,13 +82,14 @@ export const RECORD_BATCH = prepared(
   ),
   buckets AS (
     SELECT *
-      FROM unnest($8::text[], $9::text[], $10::text[], $11::int8[], $12::int4[], $13::float8[], $14::float8[],
-                  $15::float8[], $16::int8[], $17::float8[], $18::int8[], $19::float8[], $20::float8[])
-           AS b(resolution, device_id, capability, start_ms, samples, sum, min, max, first_ms, first_value,
-                last_ms, last_value, increase)
+      FROM unnest($8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[], $13::int4[], $14::float8[],
+                  $15::float8[], $16::float8[], $17::int8[], $18::float8[], $19::int8[], $20::float8[],
+                  $21::float8[])
+           AS b(device_id, capability, start_1m, start_1h, start_1d, samples, sum, min, max, first_ms,
+                first_value, last_ms, last_value, increase)
   ),
   applied AS (
-    INSERT INTO telemetry_applied (projector, position) VALUES ($23, $21)
+    INSERT INTO telemetry_applied (projector, position) VALUES ($24, $22)
     ON CONFLICT (projector) DO UPDATE SET position = excluded.position
   ),${upsertBuckets('minutes', 'telemetry_1m', '1m')},${upsertBuckets('hours', 'telemetry_1h', '1h')},${upsertBuckets(
     'days',
@@ -95,13 +97,13 @@ export const RECORD_BATCH = prepared(
     '1d',
   )}
   SELECT '1m' AS resolution, device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8 AS start_ms
-    FROM minutes WHERE increase IS NULL AND capability = ANY ($22::text[])
+    FROM minutes WHERE increase IS NULL AND capability = ANY ($23::text[])
   UNION ALL
   SELECT '1h', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM hours WHERE increase IS NULL AND capability = ANY ($22::text[])
+    FROM hours WHERE increase IS NULL AND capability = ANY ($23::text[])
   UNION ALL
   SELECT '1d', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM days WHERE increase IS NULL AND capability = ANY ($22::text[])`,
+    FROM days WHERE increase IS NULL AND capability = ANY ($23::text[])`,
 );
 
 /**
