@@ -1,5 +1,9 @@
 import { expect } from 'chai';
-import { foldBatch, type FoldedReading } from '../../src/projections/telemetry/batch-fold.js';
+import {
+  foldBatch,
+  type BucketFold,
+  type FoldedReading,
+} from '../../src/projections/telemetry/batch-fold.js';
 import { LocalDays } from '../../src/projections/telemetry/local-days.js';
 
 const days = new LocalDays();
@@ -18,6 +22,9 @@ const reading = (filedAt: string, number: number, more: Partial<FoldedReading> =
   ...more,
 });
 
+const startsOf = (fold: BucketFold) => [fold.start1m, fold.start1h, fold.start1d];
+const standsFor = (fold: BucketFold) => startsOf(fold).filter((start) => start !== null).length;
+
 describe("telemetry batch folds: a minute's fold stands for its hour and day when they hold the same readings", () => {
   it('gives a series whose readings share a minute one fold with its start in all three resolutions', () => {
     const folds = foldBatch(
@@ -30,11 +37,9 @@ describe("telemetry batch folds: a minute's fold stands for its hour and day whe
     );
     expect(folds).to.have.length(1);
     expect(folds[0]).to.deep.include({
-      starts: {
-        '1m': at('2026-11-28T10:15:00Z'),
-        '1h': at('2026-11-28T10:00:00Z'),
-        '1d': at('2026-11-27T23:00:00Z'), // midnight in Berlin
-      },
+      start1m: at('2026-11-28T10:15:00Z'),
+      start1h: at('2026-11-28T10:00:00Z'),
+      start1d: at('2026-11-27T23:00:00Z'), // midnight in Berlin
       samples: 3,
       sum: 63,
       min: 20,
@@ -44,40 +49,55 @@ describe("telemetry batch folds: a minute's fold stands for its hour and day whe
     });
   });
 
+  it("keeps a shared counter's first, last and increase in filing order when its readings arrive out of it", () => {
+    const counter = { counter: true, capability: 'electrical.energy_import' };
+    const folds = foldBatch(
+      [
+        reading('2026-11-28T10:15:30Z', 105, counter),
+        reading('2026-11-28T10:15:10Z', 100, counter),
+        reading('2026-11-28T10:15:50Z', 3, counter), // a reset
+      ],
+      dayOf,
+    );
+    expect(folds).to.have.length(1);
+    expect(standsFor(folds[0]!)).to.equal(3);
+    // Filing order 100, 105, 3: a rise of 5, then 3 after the reset.
+    expect(folds[0]).to.deep.include({ firstValue: 100, lastValue: 3, increase: 8, samples: 3 });
+  });
+
   it('folds each resolution on its own once the readings span two minutes', () => {
     const folds = foldBatch(
       [reading('2026-11-28T10:15:59Z', 20), reading('2026-11-28T10:16:00Z', 24)],
       dayOf,
     );
-    const byResolution = (key: '1m' | '1h' | '1d') =>
-      folds.filter((f) => Object.keys(f.starts).includes(key));
-    expect(folds.every((f) => Object.keys(f.starts).length === 1)).to.equal(true);
-    expect(byResolution('1m').map((f) => [f.starts['1m'], f.samples])).to.deep.equal([
+    expect(folds.every((f) => standsFor(f) === 1)).to.equal(true);
+    expect(folds.filter((f) => f.start1m !== null).map((f) => [f.start1m, f.samples])).to.deep.equal([
       [at('2026-11-28T10:15:00Z'), 1],
       [at('2026-11-28T10:16:00Z'), 1],
     ]);
-    expect(byResolution('1h').map((f) => [f.starts['1h'], f.samples, f.sum])).to.deep.equal([
+    expect(folds.filter((f) => f.start1h !== null).map((f) => [f.start1h, f.samples, f.sum])).to.deep.equal([
       [at('2026-11-28T10:00:00Z'), 2, 44],
     ]);
-    expect(byResolution('1d').map((f) => [f.starts['1d'], f.samples, f.sum])).to.deep.equal([
+    expect(folds.filter((f) => f.start1d !== null).map((f) => [f.start1d, f.samples, f.sum])).to.deep.equal([
       [at('2026-11-27T23:00:00Z'), 2, 44],
     ]);
   });
 
-  it("shares per series: one device's two minutes do not split another's single minute", () => {
+  it("shares per series: one capability's two minutes do not split the same device's other capability", () => {
+    const counter = { counter: true, capability: 'electrical.energy_import' };
     const folds = foldBatch(
       [
-        reading('2026-11-28T10:15:59Z', 1, { counter: true, capability: 'electrical.energy_import' }),
-        reading('2026-11-28T10:15:10Z', 5, { deviceId: 'dev_b' }),
-        reading('2026-11-28T10:16:00Z', 3, { counter: true, capability: 'electrical.energy_import' }),
+        reading('2026-11-28T10:15:59Z', 1, counter),
+        reading('2026-11-28T10:15:10Z', 5),
+        reading('2026-11-28T10:16:00Z', 3, counter),
       ],
       dayOf,
     );
-    const ofB = folds.filter((f) => f.deviceId === 'dev_b');
-    expect(ofB).to.have.length(1);
-    expect(Object.keys(ofB[0]!.starts)).to.have.members(['1m', '1h', '1d']);
+    const temperature = folds.filter((f) => f.capability === 'environment.temperature');
+    expect(temperature).to.have.length(1);
+    expect(standsFor(temperature[0]!)).to.equal(3);
     // The counter's hour holds both minutes: its increase runs across them (1 → 3).
-    const counterHour = folds.find((f) => f.deviceId === 'dev_a' && f.starts['1h'] !== undefined);
-    expect(counterHour).to.deep.include({ samples: 2, increase: 2 });
+    const counterHour = folds.find((f) => f.capability === counter.capability && f.start1h !== null);
+    expect(counterHour).to.deep.include({ samples: 2, increase: 2, start1m: null });
   });
 });

@@ -20,17 +20,19 @@ export interface FoldedReading {
 }
 
 /**
- * A batch's readings of one bucket, reduced to what the stored row merges with: the same statistics the
- * bucket table keeps. first/last follow filing time, then order of application; `increase` is the
+ * A batch's readings of one bucket (or of a minute and its hour and day), reduced to what the stored row
+ * merges with: the same statistics the bucket table keeps. first/last follow filing time, then order of application; `increase` is the
  * reset-aware rise along the bucket's readings in that order (counters only, else null).
  *
- * `starts` holds the bucket's start in each resolution it stands for. When a series' readings of the batch
+ * `start1m`, `start1h` and `start1d` hold the bucket's start in each resolution it stands for (else null). When a series' readings of the batch
  * all fall in one minute, as they nearly always do in live ingest (a batch spans a fraction of a second),
  * its minute, hour and day hold the same readings, so one fold stands for all three: a third of the rows to
  * write out and for PostgreSQL to read in.
  */
 export interface BucketFold {
-  readonly starts: Partial<Record<StoredResolution, number>>;
+  readonly start1m: number | null;
+  start1h: number | null;
+  start1d: number | null;
   readonly deviceId: string;
   readonly capability: string;
   samples: number;
@@ -59,7 +61,7 @@ const before = (ms: number, n: number, thanMs: number, thanN: number) =>
 /**
  * Merges a batch's readings into one fold per (resolution, device, capability, bucket) in memory, so each
  * bucket is upserted once per batch whatever the number of its readings; a minute's fold stands for its
- * hour's and day's when they hold the same readings (`starts`). `dayOf` gives the local day of an
+ * hour's and day's when they hold the same readings (`start1h`, `start1d`). `dayOf` gives the local day of an
  * instant in a zone (remembered per series, as a device's readings mostly share a day).
  */
 export function foldBatch(
@@ -68,33 +70,32 @@ export function foldBatch(
 ): BucketFold[] {
   const series = new ByDeviceCapability<Series>();
   const result: BucketFold[] = [];
-  const all: Series[] = [];
   for (const r of readings) {
     const ofDevice = series.of(r.deviceId);
     let s = ofDevice.get(r.capability);
     if (!s) {
       s = { buckets: [new Map(), new Map(), new Map()], day: undefined };
       ofDevice.set(r.capability, s);
-      all.push(s);
     }
     if (!s.day || r.filedMs < s.day.start || r.filedMs >= s.day.end) s.day = dayOf(r.filedMs, r.zone);
     add(s.buckets[0], '1m', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1m']), r, result);
     add(s.buckets[1], '1h', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1h']), r, result);
     add(s.buckets[2], '1d', s.day.start, r, result);
   }
-  const represented = new Set<BucketFold>();
-  for (const { buckets } of all) {
+  const sharedHoursAndDays = new Set<BucketFold>();
+  for (const { buckets } of series.values()) {
     if (buckets[0].size !== 1 || buckets[1].size !== 1 || buckets[2].size !== 1) continue;
     const [minute, hour, day] = buckets.map((b) => b.values().next().value!) as [
       BucketFold,
       BucketFold,
       BucketFold,
     ];
-    minute.starts['1h'] = hour.starts['1h'];
-    minute.starts['1d'] = day.starts['1d'];
-    represented.add(hour).add(day);
+    minute.start1h = hour.start1h;
+    minute.start1d = day.start1d;
+    sharedHoursAndDays.add(hour).add(day);
   }
-  const folds = represented.size === 0 ? result : result.filter((fold) => !represented.has(fold));
+  const folds =
+    sharedHoursAndDays.size === 0 ? result : result.filter((fold) => !sharedHoursAndDays.has(fold));
   for (const fold of folds) {
     if (!fold.readings) continue;
     fold.increase = riseAlong(
@@ -115,7 +116,9 @@ function add(
   const fold = buckets.get(startMs);
   if (!fold) {
     const created: BucketFold = {
-      starts: { [resolution]: startMs },
+      start1m: resolution === '1m' ? startMs : null,
+      start1h: resolution === '1h' ? startMs : null,
+      start1d: resolution === '1d' ? startMs : null,
       deviceId: r.deviceId,
       capability: r.capability,
       samples: 1,
@@ -150,4 +153,9 @@ function add(
     fold.lastN = r.n;
     fold.lastValue = r.number;
   }
+}
+
+/** The fold's bucket start in a resolution, or null when it does not stand for a bucket of it. */
+export function startIn(fold: BucketFold, resolution: StoredResolution): number | null {
+  return resolution === '1m' ? fold.start1m : resolution === '1h' ? fold.start1h : fold.start1d;
 }

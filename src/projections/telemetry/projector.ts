@@ -17,7 +17,7 @@ import type { Projector } from '../projector.js';
 import { PreparedWork } from '../prepared-work.js';
 import { RepeatedTimes } from '../repeated-times.js';
 import { LocalDays } from './local-days.js';
-import { foldBatch, type FoldedReading } from './batch-fold.js';
+import { foldBatch, startIn, type FoldedReading } from './batch-fold.js';
 import { PARTITIONED_TABLES, ensurePartitions, partitionsFor } from './time-partitions.js';
 import { APPLIED_POSITION, INSERT_SITE_ZONES, RECOMPUTE_INCREASE, RECORD_BATCH, SITE_ZONES } from './sql.js';
 
@@ -87,7 +87,7 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
         ...(['1m', '1h', '1d'] as const).flatMap((resolution) =>
           partitionsFor(
             PARTITIONED_TABLES[resolution],
-            buckets.flatMap((b) => b.starts[resolution] ?? []),
+            buckets.flatMap((b) => startIn(b, resolution) ?? []),
           ),
         ),
       ]);
@@ -107,9 +107,9 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
           raw.values,
           buckets.map((b) => b.deviceId),
           buckets.map((b) => b.capability),
-          buckets.map((b) => b.starts['1m'] ?? null),
-          buckets.map((b) => b.starts['1h'] ?? null),
-          buckets.map((b) => b.starts['1d'] ?? null),
+          buckets.map((b) => b.start1m),
+          buckets.map((b) => b.start1h),
+          buckets.map((b) => b.start1d),
           buckets.map((b) => b.samples),
           buckets.map((b) => b.sum),
           buckets.map((b) => b.min),
