@@ -21,13 +21,14 @@ export interface FoldedReading {
 
 /**
  * A batch's readings of one bucket (or of a minute and its hour and day), reduced to what the stored row
- * merges with: the same statistics the bucket table keeps. first/last follow filing time, then order of application; `increase` is the
- * reset-aware rise along the bucket's readings in that order (counters only, else null).
+ * merges with: the same statistics the bucket table keeps. first/last follow filing time, then order of
+ * application; `increase` is the reset-aware rise along the bucket's readings in that order (counters only,
+ * else null).
  *
- * `start1m`, `start1h` and `start1d` hold the bucket's start in each resolution it stands for (else null). When a series' readings of the batch
- * all fall in one minute, as they nearly always do in live ingest (a batch spans a fraction of a second),
- * its minute, hour and day hold the same readings, so one fold stands for all three: a third of the rows to
- * write out and for PostgreSQL to read in.
+ * `start1m`, `start1h` and `start1d` hold the bucket's start in each resolution it stands for, else null.
+ * When a series' readings of the batch all fall in one minute, as they nearly always do in live ingest (a
+ * batch spans a fraction of a second), its minute, hour and day hold the same readings, so one fold stands
+ * for all three: a third of the rows to write out and for PostgreSQL to read in.
  */
 export interface BucketFold {
   readonly start1m: number | null;
@@ -61,8 +62,8 @@ const before = (ms: number, n: number, thanMs: number, thanN: number) =>
 /**
  * Merges a batch's readings into one fold per (resolution, device, capability, bucket) in memory, so each
  * bucket is upserted once per batch whatever the number of its readings; a minute's fold stands for its
- * hour's and day's when they hold the same readings (`start1h`, `start1d`). `dayOf` gives the local day of an
- * instant in a zone (remembered per series, as a device's readings mostly share a day).
+ * hour's and day's when they hold the same readings (`start1h`, `start1d`). `dayOf` gives the local day of
+ * an instant in a zone (remembered per series, as a device's readings mostly share a day).
  */
 export function foldBatch(
   readings: readonly FoldedReading[],

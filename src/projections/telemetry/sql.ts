@@ -30,7 +30,8 @@ const upsertBuckets = (name: string, table: string, resolution: string) => `
   ${name} AS (
     INSERT INTO ${table} AS t (device_id, capability, bucket_start, samples, sum, min, max,
                                first_at, first_value, last_at, last_value, increase)
-    SELECT b.device_id, b.capability, ${EPOCH} + b.start_${resolution} * ${MS}, b.samples, b.sum, b.min, b.max,
+    SELECT b.device_id, b.capability, ${EPOCH} + b.start_${resolution} * ${MS},
+           b.samples, b.sum, b.min, b.max,
            ${EPOCH} + b.first_ms * ${MS}, b.first_value, ${EPOCH} + b.last_ms * ${MS}, b.last_value, b.increase
       FROM buckets b
      WHERE b.start_${resolution} IS NOT NULL
