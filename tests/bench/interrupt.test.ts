@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { chmod, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { processTree } from '../../bench/cpu.js';
-import { tempDirectory } from '../support/run-directory.js';
+import { clusterDirectory } from '../support/run-directory.js';
 
 /**
  * `npm run bench` stopped early (bench/interrupt.ts) stops what it started: the embedded PostgreSQL, the
@@ -36,8 +36,7 @@ describe('an interrupted benchmark run', function () {
   }
 
   async function startBench(env: NodeJS.ProcessEnv, options: { detached?: boolean } = {}): Promise<Bench> {
-    const tmp = await tempDirectory('bench-interrupt');
-    await chmod(tmp, 0o755); // as root, PostgreSQL runs as `postgres`, which must reach its cluster in here
+    const tmp = await clusterDirectory('bench-interrupt');
     const { DATABASE_URL: _server, ...rest } = process.env;
     const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts'], {
       env: { ...rest, TMPDIR: tmp, LOG_LEVEL: 'warn', ...env },

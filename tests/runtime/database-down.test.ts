@@ -1,4 +1,4 @@
-import { chmod, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { AckedMessage, EdgeSim } from '../../src/edge-sim/index.js';
 import { createLogger } from '../../src/infra/logger.js';
@@ -8,7 +8,7 @@ import { connectedAgent, until } from '../support/edge-agent.js';
 import { freePort } from '../../src/infra/ports.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
 import { call, type Answer } from '../support/registry.js';
-import { tempDirectory } from '../support/run-directory.js';
+import { clusterDirectory } from '../support/run-directory.js';
 
 const SEED = 5;
 const DEVICES = 4;
@@ -32,8 +32,7 @@ describe('database down, end to end (a real PostgreSQL stopped mid-traffic)', fu
   const startCluster = () => startEmbeddedPostgres({ dataDir, port, logger, databaseName: 'devcloud' });
 
   before(async () => {
-    dataDir = await tempDirectory('pgdown');
-    await chmod(dataDir, 0o755); // run as root, PostgreSQL runs as the postgres user
+    dataDir = await clusterDirectory('pgdown');
     port = await freePort();
     cluster = await startCluster();
     clusterRunning = true;

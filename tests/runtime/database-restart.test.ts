@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
@@ -8,7 +8,7 @@ import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/po
 import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { createProject } from '../../src/identity/projects.js';
 import { freePort } from '../../src/infra/ports.js';
-import { tempDirectory } from '../support/run-directory.js';
+import { clusterDirectory } from '../support/run-directory.js';
 
 const logger = createLogger('silent');
 
@@ -43,8 +43,7 @@ describe('a PostgreSQL restart under load', function () {
   let pool: Pool | undefined;
 
   before(async () => {
-    dir = await tempDirectory('restart');
-    await chmod(dir, 0o755); // as root, PostgreSQL runs as `postgres`, which must reach the directory
+    dir = await clusterDirectory('restart');
   });
   after(async () => {
     service?.kill('SIGKILL');

@@ -1,10 +1,10 @@
-import { chmod, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import pg from 'pg';
 import { createLogger } from '../../src/infra/logger.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/postgres/embedded.js';
 import { freePort } from '../../src/infra/ports.js';
-import { tempDirectory } from '../support/run-directory.js';
+import { clusterDirectory } from '../support/run-directory.js';
 
 const VARIABLES = ['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_'] as const;
 
@@ -40,8 +40,7 @@ describe('the embedded cluster’s allocator settings', function () {
   const saved = new Map(VARIABLES.map((name) => [name, process.env[name]]));
 
   before(async () => {
-    dataDir = await tempDirectory('allocator');
-    await chmod(dataDir, 0o755); // as root, PostgreSQL runs as `postgres`, which must reach the directory
+    dataDir = await clusterDirectory('allocator');
   });
   beforeEach(() => {
     for (const name of VARIABLES) delete process.env[name];

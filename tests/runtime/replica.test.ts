@@ -1,4 +1,4 @@
-import { chmod, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
@@ -20,7 +20,7 @@ import { registerDevice } from '../../src/registry/devices.js';
 import { createSite } from '../../src/registry/sites.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
 import { until } from '../support/edge-agent.js';
-import { tempDirectory } from '../support/run-directory.js';
+import { clusterDirectory } from '../support/run-directory.js';
 import { requestToken } from '../support/tenants.js';
 
 const RELAY = 'actuator.relay';
@@ -40,8 +40,7 @@ describe('read-model queries from a streaming replica', function () {
   let replicaAdmin: pg.Client | undefined;
 
   before(async () => {
-    dir = await tempDirectory('replica');
-    await chmod(dir, 0o755);
+    dir = await clusterDirectory('replica');
     primary = await startEmbeddedPostgres({
       dataDir: path.join(dir, 'primary'),
       port: await freePort(),

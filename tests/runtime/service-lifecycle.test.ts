@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmod, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import { freePort } from '../../src/infra/ports.js';
-import { tempDirectory } from '../support/run-directory.js';
+import { clusterDirectory } from '../support/run-directory.js';
 
 /**
  * The fresh-machine path: no DATABASE_URL, so `devcloud serve` runs the embedded PostgreSQL under DATA_DIR;
@@ -45,8 +45,7 @@ describe('service lifecycle on the embedded database', function () {
   let httpPort: number;
 
   before(async () => {
-    dataDir = await tempDirectory('life');
-    await chmod(dataDir, 0o755); // as root, PostgreSQL runs as `postgres`, which must reach the directory
+    dataDir = await clusterDirectory('life');
     const { DATABASE_URL: _omit, EVENTSTORE_URL: _omit2, ...rest } = process.env;
     httpPort = await freePort();
     env = {

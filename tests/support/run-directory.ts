@@ -27,6 +27,14 @@ export async function tempDirectory(name: string): Promise<string> {
   return mkdtemp(path.join(await runDirectory(), `${name}-`));
 }
 
+/** A new, empty directory for an embedded cluster of its own (a DATA_DIR the service starts one under). */
+export async function clusterDirectory(name: string): Promise<string> {
+  const dir = await tempDirectory(name);
+  // As root, PostgreSQL runs as `postgres`, which must reach the cluster in here; else it goes elsewhere.
+  await chmod(dir, 0o755);
+  return dir;
+}
+
 /** Removes the run's directory and all in it; whatever ran out of it must have stopped first. */
 export async function removeRunDirectory(): Promise<void> {
   if (!root) return;
