@@ -1,8 +1,32 @@
 import { expect } from 'chai';
 import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { arrayLiteral } from '../../src/infra/postgres/array-literal.js';
+import {
+  epochMicroseconds,
+  float8Array,
+  int4Array,
+  int8Array,
+  jsonbArray,
+  textArray,
+  timestamptzArray,
+  uuidArray,
+} from '../../src/infra/postgres/binary-array.js';
 import { bind, prepared } from '../../src/infra/postgres/prepared.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
+
+// Strings that array text must quote or escape, or that look like something else to PostgreSQL.
+const AWKWARD_TEXTS = [
+  'plain',
+  '',
+  'NULL',
+  'with "quotes"',
+  'back\\slash',
+  '{braces},commas',
+  ' spaced ',
+  'zwölf ✓',
+  'a/b',
+  'ends\\',
+];
 
 describe('prepared statements and their array parameters', () => {
   let db: TestDatabase;
@@ -55,19 +79,7 @@ describe('prepared statements and their array parameters', () => {
   );
 
   it('arrive as PostgreSQL reads them, whatever the strings hold', async () => {
-    const texts = [
-      'plain',
-      '',
-      'NULL',
-      'with "quotes"',
-      'back\\slash',
-      '{braces},commas',
-      ' spaced ',
-      'zwölf ✓',
-      'a/b',
-      'ends\\',
-      null,
-    ];
+    const texts = [...AWKWARD_TEXTS, null];
     // Control characters, which JSON escapes its own way, take the element-by-element path.
     const controls = ['line\nbreak', 'tab\there', '\u0001', 'back\\nslash', 'with "quotes"'];
     const numbers = [0, -1.5, 1e-7, 123456.789, Number.MAX_VALUE, null];
@@ -108,5 +120,95 @@ describe('prepared statements and their array parameters', () => {
     expect(texts).to.equal('{"a\\"b",1,null}');
     expect(dates).to.deep.equal([new Date(0)]);
     expect(notFinite, 'JSON would write NaN as null').to.deep.equal([Number.NaN]);
+  });
+
+  // Each array comes back as text, so what PostgreSQL read is compared with what it reads from text.
+  const BINARY_ECHO = prepared(
+    'test.echo-binary-arrays',
+    `SELECT $1::text[]::text AS texts, $2::int8[]::text AS int8s, $3::int4[]::text AS int4s,
+            $4::float8[]::text AS float8s, $5::uuid[]::text AS uuids, $6::jsonb[]::text AS documents,
+            $7::timestamptz[] = $8::text[]::timestamptz[] AS same_times,
+            array_length($7::timestamptz[], 1) AS time_count,
+            $9::text[]::text AS texts_from_text, $10::float8[]::text AS float8s_from_text`,
+  );
+
+  it('in binary arrive as PostgreSQL reads the same values from their text form', async () => {
+    const texts = [...AWKWARD_TEXTS, 'line\nbreak', null];
+    const int8s = [
+      0,
+      1_795_000_000_000,
+      -42,
+      Number.MAX_SAFE_INTEGER,
+      -Number.MAX_SAFE_INTEGER,
+      -(2 ** 32),
+      2 ** 32 - 1,
+      null,
+    ];
+    const int4s = [0, -1, 2 ** 31 - 1, -(2 ** 31), null];
+    const float8s = [0, -1.5, 1e-7, 123456.789, Number.MAX_VALUE, -Number.MIN_VALUE, 0.1 + 0.2, null];
+    const uuids = ['00000000-0000-0000-0000-000000000000', 'F3A1C2D4-5B6E-4F70-8a9b-0c1d2e3f4a5b', null];
+    const documents = [{ a: 'say "hi"\\' }, [1, 'two', true], 'text', 3.5, null].map((d) =>
+      JSON.stringify(d),
+    );
+    const times = [
+      '2026-11-28T12:34:56.789Z',
+      '2026-11-28T12:34:56Z',
+      '2026-03-29T01:59:59.999999Z',
+      '2026-01-01T00:00:00.1234567Z',
+      '2026-01-01T00:00:00.0000005Z',
+      '2026-01-01T00:00:00.0000015Z',
+      '1960-01-01T00:00:00.1239Z',
+      '1999-12-31T23:59:59.5Z',
+      '2026-01-01T00:00:00.123456789+02:00',
+      null,
+    ];
+    const { rows } = await pool.query(
+      bind(BINARY_ECHO, [
+        textArray(texts),
+        int8Array(int8s),
+        int4Array(int4s),
+        float8Array(float8s),
+        uuidArray(uuids),
+        jsonbArray([...documents, null]),
+        timestamptzArray([...times, 1_795_000_000_123]),
+        [...times, new Date(1_795_000_000_123).toISOString()],
+        texts,
+        float8s,
+      ]),
+    );
+    const row = rows[0];
+    expect(row.texts).to.equal(row.texts_from_text);
+    expect(row.int8s).to.equal(`{${int8s.map((n) => n ?? 'NULL').join(',')}}`);
+    expect(row.int4s).to.equal(`{${int4s.map((n) => n ?? 'NULL').join(',')}}`);
+    expect(row.float8s).to.equal(row.float8s_from_text);
+    expect(row.uuids).to.equal(`{${uuids.map((u) => u?.toLowerCase() ?? 'NULL').join(',')}}`);
+    const stored = await pool.query(`SELECT $1::jsonb[]::text AS documents`, [
+      `{${documents.map((d) => `"${d.replace(/["\\]/g, '\\$&')}"`).join(',')},NULL}`,
+    ]);
+    expect(row.documents).to.equal(stored.rows[0].documents);
+    expect(row.time_count).to.equal(times.length + 1);
+    expect(row.same_times, 'every time to the microsecond, nulls where null').to.equal(true);
+  });
+
+  it('in binary read each ISO time to the microsecond, rounding as PostgreSQL rounds', async () => {
+    const times = [
+      '2026-01-01T00:00:00.0000025Z',
+      '2026-01-01T00:00:00.9999996Z',
+      '1969-12-31T23:59:59.9999994Z',
+    ];
+    const { rows } = await pool.query<{ us: string }>(
+      `SELECT (extract(epoch FROM t) * 1000000)::int8::text AS us FROM unnest($1::timestamptz[]) t`,
+      [times],
+    );
+    expect(times.map(epochMicroseconds).map(String)).to.deep.equal(rows.map((r) => r.us));
+  });
+
+  it('in binary refuse what the element type cannot hold exactly, before anything is sent', () => {
+    expect(() => int8Array([1.5])).to.throw(RangeError);
+    expect(() => int8Array([2 ** 53])).to.throw(RangeError);
+    expect(() => timestamptzArray([Number.NaN])).to.throw(RangeError);
+    expect(() => int4Array([2 ** 31])).to.throw(RangeError);
+    expect(() => uuidArray(['not-a-uuid'])).to.throw(RangeError);
+    expect(() => timestamptzArray(['yesterday'])).to.throw(RangeError);
   });
 });

@@ -19,6 +19,7 @@ import {
   type Subscription,
 } from '../port.js';
 import type { Logger } from '../../infra/logger.js';
+import { jsonArray, textArray, uuidArray } from '../../infra/postgres/binary-array.js';
 import { bind, type PreparedStatement } from '../../infra/postgres/prepared.js';
 import { parseAppendNotice, type AppendNotice } from './append-notice.js';
 import { decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
@@ -162,11 +163,11 @@ export class PostgresEventStore implements EventStore {
   async appendBatch(entries: readonly BatchEntry[]): Promise<BatchEntryResult[]> {
     if (entries.length === 0) return [];
     const parameters = [
-      entries.map((e) => e.streamName),
-      entries.map((e) => e.event.id),
-      entries.map((e) => e.event.type),
-      entries.map((e) => JSON.stringify(e.event.data)),
-      entries.map((e) => (e.event.metadata ? JSON.stringify(e.event.metadata) : null)),
+      textArray(entries.map((e) => e.streamName)),
+      uuidArray(entries.map((e) => e.event.id)),
+      textArray(entries.map((e) => e.event.type)),
+      jsonArray(entries.map((e) => JSON.stringify(e.event.data))),
+      jsonArray(entries.map((e) => (e.event.metadata ? JSON.stringify(e.event.metadata) : null))),
     ];
     // A concurrent batch may store one of our ids between our check and our insert; the retry then
     // finds it stored and reports it as a repeat.

@@ -28,7 +28,10 @@ export function prepared(name: string, text: string): PreparedStatement {
   return { name, text };
 }
 
-/** The statement with its values, as pg's query() takes it; arrays go as their text form (array-literal.ts). */
+/**
+ * The statement with its values, as pg's query() takes it; arrays go as their text form (array-literal.ts),
+ * a Buffer as binary: the batch statements' arrays are written so (binary-array.ts).
+ */
 export function bind(statement: PreparedStatement, values: readonly unknown[]): pg.QueryConfig {
   return {
     name: statement.name,

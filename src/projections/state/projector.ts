@@ -3,6 +3,7 @@ import { findCapability } from '../../domain/catalogue/index.js';
 import type { ConnectivityEvent } from '../../domain/connectivity/events.js';
 import { filedAt, type ReadingsRecordedData } from '../../domain/readings/index.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
+import { jsonbArray, textArray, timestamptzArray } from '../../infra/postgres/binary-array.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import { ByDeviceCapability } from '../by-device-capability.js';
@@ -54,19 +55,18 @@ export function stateProjector(): Projector {
       const rows = latest.values();
       if (rows.length === 0 && presence.size === 0) return;
       const entries = [...presence.entries()];
-      const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
       await db.query(
         bind(RECORD_STATE, [
-          rows.map((r) => r.deviceId),
-          rows.map((r) => r.capability),
-          rows.map((r) => JSON.stringify(r.value)),
-          rows.map((r) => r.unit),
-          rows.map((r) => r.deviceTime),
-          rows.map((r) => r.serverTime),
-          entries.map(([id]) => id),
-          entries.map(([, p]) => p.connectivity),
-          entries.map(([, p]) => iso(p.connectivityMs)),
-          entries.map(([, p]) => iso(p.lastSeenMs)),
+          textArray(rows.map((r) => r.deviceId)),
+          textArray(rows.map((r) => r.capability)),
+          jsonbArray(rows.map((r) => JSON.stringify(r.value))),
+          textArray(rows.map((r) => r.unit)),
+          timestamptzArray(rows.map((r) => r.deviceTime)),
+          timestamptzArray(rows.map((r) => r.serverTime)),
+          textArray(entries.map(([id]) => id)),
+          textArray(entries.map(([, p]) => p.connectivity)),
+          timestamptzArray(entries.map(([, p]) => p.connectivityMs)),
+          timestamptzArray(entries.map(([, p]) => p.lastSeenMs)),
         ]),
       );
     },

@@ -11,6 +11,15 @@ import type { SiteEvent } from '../../domain/sites/index.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
 import { arrayLiteral } from '../../infra/postgres/array-literal.js';
+import {
+  float8Array,
+  int4Array,
+  int8Array,
+  jsonbArray,
+  textArray,
+  timestamptzArray,
+  uuidArray,
+} from '../../infra/postgres/binary-array.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import type { Projector } from '../projector.js';
@@ -81,49 +90,14 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
         await loadZones(messages, db, zones);
         work = batchWork(messages, zones, days);
       }
-      const { raw, numeric, buckets } = work;
-      await ensurePartitions(db, [
-        ...partitionsFor(PARTITIONED_TABLES.raw, raw.filedMs),
-        ...(['1m', '1h', '1d'] as const).flatMap((resolution) =>
-          partitionsFor(
-            PARTITIONED_TABLES[resolution],
-            buckets.flatMap((b) => startIn(b, resolution) ?? []),
-          ),
-        ),
-      ]);
+      const { numeric, partitions, parameters } = work;
+      await ensurePartitions(db, partitions);
       const { rows } = await db.query<{
         resolution: StoredResolution;
         device_id: string;
         capability: string;
         start_ms: number;
-      }>(
-        bind(RECORD_BATCH, [
-          raw.deviceIds,
-          raw.filedMs,
-          raw.eventIds,
-          raw.deviceTimes,
-          raw.serverTimes,
-          raw.capabilities,
-          raw.values,
-          buckets.map((b) => b.deviceId),
-          buckets.map((b) => b.capability),
-          buckets.map((b) => b.start1m),
-          buckets.map((b) => b.start1h),
-          buckets.map((b) => b.start1d),
-          buckets.map((b) => b.samples),
-          buckets.map((b) => b.sum),
-          buckets.map((b) => b.min),
-          buckets.map((b) => b.max),
-          buckets.map((b) => b.firstMs),
-          buckets.map((b) => b.firstValue),
-          buckets.map((b) => b.lastMs),
-          buckets.map((b) => b.lastValue),
-          buckets.map((b) => b.increase),
-          fresh.at(-1)!.position,
-          COUNTER_KEYS,
-          name,
-        ]),
-      );
+      }>(bind(RECORD_BATCH, [...parameters, fresh.at(-1)!.position, COUNTER_KEYS, name]));
       if (rows.length === 0) return;
       // A late reading landed inside a counter bucket: rebuild its increase from the raw readings.
       const zoneOfDevice = new Map(numeric.map((r) => [r.deviceId, r.zone]));
@@ -147,10 +121,47 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
 
 type BatchWork = ReturnType<typeof batchWork>;
 
-/** What a batch of readings messages becomes before it is stored: raw columns and folded buckets. */
+/**
+ * What a batch of readings messages becomes before it is stored: its folded readings, the time partitions
+ * its rows go to, and RECORD_BATCH's parameters $1-$21 (raw columns, then one row per fold) in binary.
+ * Made while the batch before is applied, when the batch was read ahead.
+ */
 function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>, days: LocalDays) {
-  const { numeric, instants } = batchColumns(messages, zones);
-  return { raw: instants, numeric, buckets: foldBatch(numeric, (ms, zone) => days.of(ms, zone)) };
+  const { numeric, instants: raw } = batchColumns(messages, zones);
+  const buckets = foldBatch(numeric, (ms, zone) => days.of(ms, zone));
+  const partitions = [
+    ...partitionsFor(PARTITIONED_TABLES.raw, raw.filedMs),
+    ...(['1m', '1h', '1d'] as const).flatMap((resolution) =>
+      partitionsFor(
+        PARTITIONED_TABLES[resolution],
+        buckets.flatMap((b) => startIn(b, resolution) ?? []),
+      ),
+    ),
+  ];
+  const parameters = [
+    textArray(raw.deviceIds),
+    int8Array(raw.filedMs),
+    uuidArray(raw.eventIds),
+    timestamptzArray(raw.deviceTimes),
+    timestamptzArray(raw.serverTimes),
+    textArray(raw.capabilities),
+    jsonbArray(raw.values),
+    textArray(buckets.map((b) => b.deviceId)),
+    textArray(buckets.map((b) => b.capability)),
+    int8Array(buckets.map((b) => b.start1m)),
+    int8Array(buckets.map((b) => b.start1h)),
+    int8Array(buckets.map((b) => b.start1d)),
+    int4Array(buckets.map((b) => b.samples)),
+    float8Array(buckets.map((b) => b.sum)),
+    float8Array(buckets.map((b) => b.min)),
+    float8Array(buckets.map((b) => b.max)),
+    int8Array(buckets.map((b) => b.firstMs)),
+    float8Array(buckets.map((b) => b.firstValue)),
+    int8Array(buckets.map((b) => b.lastMs)),
+    float8Array(buckets.map((b) => b.lastValue)),
+    float8Array(buckets.map((b) => b.increase)),
+  ];
+  return { numeric, partitions, parameters };
 }
 
 async function recordSites(events: readonly RecordedEvent[], db: PoolClient, zones: Map<string, string>) {
