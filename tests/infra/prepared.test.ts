@@ -2,7 +2,6 @@ import { expect } from 'chai';
 import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { arrayLiteral } from '../../src/infra/postgres/array-literal.js';
 import {
-  epochMicroseconds,
   float8Array,
   int4Array,
   int8Array,
@@ -159,6 +158,13 @@ describe('prepared statements and their array parameters', () => {
       '2026-01-01T00:00:00.0000015Z',
       '1960-01-01T00:00:00.1239Z',
       '1999-12-31T23:59:59.5Z',
+      '2024-02-29T23:59:59.999Z',
+      '2026-01-01T24:00:00.000Z',
+      '0001-01-01T00:00:00.000Z',
+      '9999-12-31T23:59:59.9999995Z',
+      '1500-06-15T12:00:00.0000025Z',
+      '2026-01-01T00:00:00.9999996Z',
+      '1969-12-31T23:59:59.9999994Z',
       '2026-01-01T00:00:00.123456789+02:00',
       null,
     ];
@@ -190,19 +196,6 @@ describe('prepared statements and their array parameters', () => {
     expect(row.same_times, 'every time to the microsecond, nulls where null').to.equal(true);
   });
 
-  it('in binary read each ISO time to the microsecond, rounding as PostgreSQL rounds', async () => {
-    const times = [
-      '2026-01-01T00:00:00.0000025Z',
-      '2026-01-01T00:00:00.9999996Z',
-      '1969-12-31T23:59:59.9999994Z',
-    ];
-    const { rows } = await pool.query<{ us: string }>(
-      `SELECT (extract(epoch FROM t) * 1000000)::int8::text AS us FROM unnest($1::timestamptz[]) t`,
-      [times],
-    );
-    expect(times.map(epochMicroseconds).map(String)).to.deep.equal(rows.map((r) => r.us));
-  });
-
   it('in binary refuse what the element type cannot hold exactly, before anything is sent', () => {
     expect(() => int8Array([1.5])).to.throw(RangeError);
     expect(() => int8Array([2 ** 53])).to.throw(RangeError);
@@ -210,5 +203,10 @@ describe('prepared statements and their array parameters', () => {
     expect(() => int4Array([2 ** 31])).to.throw(RangeError);
     expect(() => uuidArray(['not-a-uuid'])).to.throw(RangeError);
     expect(() => timestamptzArray(['yesterday'])).to.throw(RangeError);
+    expect(() => timestamptzArray(['2026-02-30T00:00:00.000Z']), 'a day its month lacks').to.throw(
+      RangeError,
+    );
+    expect(() => timestamptzArray(['2025-02-29T12:00:00.5Z'])).to.throw(RangeError);
+    expect(() => timestamptzArray(['2024-02-29T12:00:00.000Z']), 'a leap day').not.to.throw();
   });
 });

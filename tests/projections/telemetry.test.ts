@@ -309,6 +309,38 @@ describe('state and telemetry projections', () => {
     ).to.deep.equal([[22, '2026-06-01T08:00:00.000Z', '2026-06-01T10:05:00.000Z']]);
   });
 
+  it("keeps a device clock's time as sent, to the microsecond and whatever year it claims", async () => {
+    // Events written otherwise than by the ingestor (which writes milliseconds) may carry microseconds, and
+    // a device's clock may be centuries off: its reading is then filed at server time, its claim kept.
+    const claims = ['1650-01-01T00:00:00.000Z', '2026-06-01T09:59:59.123456Z', '2400-02-29T12:00:00.5Z'];
+    for (const [i, deviceTime] of claims.entries()) {
+      await recordReadings(store, {
+        deviceId: `${DEVICE}${i}`,
+        siteId: SITE,
+        receivedAt: '2026-06-01T10:00:00.000Z',
+        readings: [{ capability: 'environment.temperature', value: 20 + i, deviceTime }],
+      });
+    }
+    await catchUpProjector(db.pool, store, telemetryProjector());
+    await catchUpProjector(db.pool, store, stateProjector());
+    const text = `to_char(device_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS t, filed_at`;
+    const raw = await db.pool.query(`SELECT device_id, ${text} FROM telemetry_raw ORDER BY device_id`);
+    const stateRows = await db.pool.query(
+      `SELECT device_id, ${text.replace(', filed_at', '')} FROM device_state ORDER BY device_id`,
+    );
+    const expected = [
+      '1650-01-01T00:00:00.000000Z',
+      '2026-06-01T09:59:59.123456Z',
+      '2400-02-29T12:00:00.500000Z',
+    ];
+    expect(raw.rows.map((r) => r.t)).to.deep.equal(expected);
+    expect(stateRows.rows.map((r) => r.t)).to.deep.equal(expected);
+    expect(
+      raw.rows.map((r) => (r.filed_at as Date).toISOString()),
+      'implausible claims filed at server time, the plausible one at its own',
+    ).to.deep.equal(['2026-06-01T10:00:00.000Z', '2026-06-01T09:59:59.123Z', '2026-06-01T10:00:00.000Z']);
+  });
+
   it('builds the points in the database with exactly the values the domain computes, for every function but increase', async () => {
     const projector = telemetryProjector();
     // With numbers whose shortest decimal form JavaScript and PostgreSQL write differently (exponents).
