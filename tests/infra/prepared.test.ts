@@ -132,7 +132,8 @@ describe('prepared statements and their array parameters', () => {
   );
 
   it('in binary arrive as PostgreSQL reads the same values from their text form', async () => {
-    const texts = [...AWKWARD_TEXTS, 'line\nbreak', null];
+    const long = 'a'.repeat(70);
+    const texts = [...AWKWARD_TEXTS, 'line\nbreak', long, `${long}zwölf ✓`, 'pair 😀', null];
     const int8s = [
       0,
       1_795_000_000_000,
@@ -144,11 +145,17 @@ describe('prepared statements and their array parameters', () => {
       null,
     ];
     const int4s = [0, -1, 2 ** 31 - 1, -(2 ** 31), null];
-    const float8s = [0, -1.5, 1e-7, 123456.789, Number.MAX_VALUE, -Number.MIN_VALUE, 0.1 + 0.2, null];
+    const float8s = [0, -0, -1.5, 1e-7, 123456.789, Number.MAX_VALUE, -Number.MIN_VALUE, 0.1 + 0.2, null];
     const uuids = ['00000000-0000-0000-0000-000000000000', 'F3A1C2D4-5B6E-4F70-8a9b-0c1d2e3f4a5b', null];
-    const documents = [{ a: 'say "hi"\\' }, [1, 'two', true], 'text', 3.5, null].map((d) =>
-      JSON.stringify(d),
-    );
+    const documents = [
+      { a: 'say "hi"\\' },
+      [1, 'two', true],
+      'text',
+      3.5,
+      null,
+      ['zwölf ✓'],
+      { long: 'b'.repeat(80) },
+    ].map((d) => JSON.stringify(d));
     const times = [
       '2026-11-28T12:34:56.789Z',
       '2026-11-28T12:34:56Z',
@@ -166,6 +173,7 @@ describe('prepared statements and their array parameters', () => {
       '2026-01-01T00:00:00.9999996Z',
       '1969-12-31T23:59:59.9999994Z',
       '2026-01-01T00:00:00.123456789+02:00',
+      '2026-01-01T00:00:00.0123456789Z',
       null,
     ];
     const { rows } = await pool.query(
@@ -196,11 +204,24 @@ describe('prepared statements and their array parameters', () => {
     expect(row.same_times, 'every time to the microsecond, nulls where null').to.equal(true);
   });
 
+  it("in binary take year 0, which PostgreSQL's text input refuses, as ISO 8601's 1 BC", async () => {
+    const { rows } = await pool.query<{ day: string }>(
+      `SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US BC') AS day FROM unnest($1::timestamptz[]) t`,
+      [timestamptzArray(['0000-02-29T12:00:00.000Z', '0000-03-01T00:00:00.0000015Z'])],
+    );
+    expect(rows.map((r) => r.day)).to.deep.equal([
+      '0001-02-29 12:00:00.000000 BC',
+      '0001-03-01 00:00:00.000002 BC',
+    ]);
+  });
+
   it('in binary refuse what the element type cannot hold exactly, before anything is sent', () => {
     expect(() => int8Array([1.5])).to.throw(RangeError);
     expect(() => int8Array([2 ** 53])).to.throw(RangeError);
     expect(() => timestamptzArray([Number.NaN])).to.throw(RangeError);
     expect(() => int4Array([2 ** 31])).to.throw(RangeError);
+    expect(() => int4Array([1.5])).to.throw(RangeError);
+    expect(() => int4Array([Number.NaN])).to.throw(RangeError);
     expect(() => uuidArray(['not-a-uuid'])).to.throw(RangeError);
     expect(() => timestamptzArray(['yesterday'])).to.throw(RangeError);
     expect(() => timestamptzArray(['2026-02-30T00:00:00.000Z']), 'a day its month lacks').to.throw(

@@ -1,3 +1,5 @@
+import { epochTime, canonicalEpochMs } from './iso-time.js';
+
 /**
  * One-dimensional arrays in PostgreSQL's binary form, for the batch statements' largest parameters. pg sends
  * a Buffer parameter as binary, and PostgreSQL then reads each element by its type's receive function,
@@ -7,6 +9,7 @@
  *
  * The statement must cast the parameter to the array type written here (`$1::float8[]` for float8Array):
  * PostgreSQL refuses an array whose element type is not the one it expects. null and undefined are NULL.
+ * A value the element type cannot hold exactly is refused with a RangeError before anything is sent.
  */
 
 const OID = {
@@ -23,10 +26,18 @@ const OID = {
 // Milliseconds from the Unix epoch to PostgreSQL's, 2000-01-01 UTC.
 const POSTGRES_EPOCH_MS = 946_684_800_000;
 const TWO_TO_32 = 2 ** 32;
+// Strings up to this length are copied by a loop while they are ASCII (writeUtf8).
+const SHORT_STRING = 64;
+const DASH = 45;
+// The value of each hexadecimal digit by its character code, -1 for any other character.
+const HEX = Int8Array.from({ length: 128 }, (_, code) => {
+  const digit = parseInt(String.fromCharCode(code), 16);
+  return Number.isNaN(digit) ? -1 : digit;
+});
 
 type Nullable<T> = T | null | undefined;
 
-/** Writes the header and each element (`size` bytes at most, `write` returns the bytes it wrote). */
+/** `size` must bound the bytes `write` writes for a value; `write` returns them. */
 function encode<T>(
   elementOid: number,
   values: readonly Nullable<T>[],
@@ -80,20 +91,28 @@ export function int4Array(values: readonly Nullable<number>[]): Buffer {
     OID.int4,
     values,
     () => 4,
-    (buffer, offset, value) => buffer.writeInt32BE(value, offset) - offset,
+    (buffer, offset, value) => {
+      // writeInt32BE would write NaN as 0 and 1.5 as 1, where PostgreSQL refused their text.
+      if (!Number.isInteger(value)) throw new RangeError(`not a whole number: ${value}`);
+      return buffer.writeInt32BE(value, offset) - offset;
+    },
   );
 }
 
 export function float8Array(values: readonly Nullable<number>[]): Buffer {
+  // + 0 turns -0 into 0, as its text form did: a point would otherwise read "-0".
   return encode(
     OID.float8,
     values,
     eight,
-    (buffer, offset, value) => buffer.writeDoubleBE(value, offset) - offset,
+    (buffer, offset, value) => buffer.writeDoubleBE(value + 0, offset) - offset,
   );
 }
 
-const utf8Size = (value: string) => 3 * value.length;
+// UTF-8 takes at most 3 bytes per UTF-16 unit (a surrogate pair: 4 for 2). A long string, which Buffer#write
+// writes anyway, is measured instead, so its buffer is not three times the size of its text.
+const utf8Size = (value: string) =>
+  value.length > SHORT_STRING ? Buffer.byteLength(value) : 3 * value.length;
 
 /**
  * A short ASCII string (an id, a key, a unit) is copied by a plain loop: Buffer#write's call into C++
@@ -110,8 +129,6 @@ function writeUtf8(buffer: Buffer, offset: number, value: string): number {
   return length;
 }
 
-const SHORT_STRING = 64;
-
 export function textArray(values: readonly Nullable<string>[]): Buffer {
   return encode(OID.text, values, utf8Size, writeUtf8);
 }
@@ -126,10 +143,10 @@ export function jsonbArray(values: readonly Nullable<string>[]): Buffer {
   return encode(
     OID.jsonb,
     values,
-    (value) => 1 + 3 * value.length,
+    (value) => 1 + utf8Size(value),
     (buffer, offset, value) => {
       buffer[offset] = 1;
-      return 1 + buffer.write(value, offset + 1);
+      return 1 + writeUtf8(buffer, offset + 1, value);
     },
   );
 }
@@ -140,6 +157,7 @@ export function uuidArray(values: readonly Nullable<string>[]): Buffer {
 }
 
 function writeUuid(buffer: Buffer, offset: number, value: string): number {
+  if (value.length !== 36) throw new RangeError(`not a UUID: ${value}`);
   let at = 0;
   for (let byte = 0; byte < 16; byte++) {
     if (at === 8 || at === 13 || at === 18 || at === 23) {
@@ -152,35 +170,23 @@ function writeUuid(buffer: Buffer, offset: number, value: string): number {
     buffer[offset + byte] = (high << 4) | low;
     at += 2;
   }
-  if (value.length !== 36) throw new RangeError(`not a UUID: ${value}`);
   return 16;
 }
 
-const DASH = 45;
-// The value of each hexadecimal digit by its character code, -1 for any other character.
-const HEX = Int8Array.from({ length: 128 }, (_, code) => {
-  const digit = parseInt(String.fromCharCode(code), 16);
-  return Number.isNaN(digit) ? -1 : digit;
-});
-
-/** ISO 8601 times, kept to the microsecond as PostgreSQL keeps them, or epoch milliseconds. */
+/** ISO 8601 times, to the microsecond as PostgreSQL reads their text (iso-time.ts), or epoch milliseconds. */
 export function timestamptzArray(values: readonly Nullable<string | number>[]): Buffer {
   return encode(OID.timestamptz, values, eight, (buffer, offset, value) => {
     if (typeof value === 'number') return writeMicroseconds(buffer, offset, value, 0);
-    const canonical = canonicalMs(value);
+    const canonical = canonicalEpochMs(value);
     if (canonical !== undefined) return writeMicroseconds(buffer, offset, canonical, 0);
-    const ms = Date.parse(value);
-    // Date.parse rolls 30 February over into March, where PostgreSQL refuses the date.
-    if (Number.isNaN(ms) || !calendarDate(value)) throw new RangeError(`not a time: ${value}`);
-    const [wholeMs, beyond] = fractionBeyondMs(value, ms);
-    return writeMicroseconds(buffer, offset, wholeMs, beyond);
+    const { ms, beyondMs } = epochTime(value);
+    return writeMicroseconds(buffer, offset, ms, beyondMs);
   });
 }
 
 /**
- * Epoch milliseconds and microseconds beyond them, as PostgreSQL's int64 of microseconds since 2000. A
- * JavaScript number holds microseconds exactly for 285 years either side of 2000 only; a device's clock
- * may claim any year, so times further out go through a BigInt.
+ * PostgreSQL's int64 of microseconds since 2000. A JavaScript number holds them exactly for 285 years
+ * either side of 2000 only; a device's clock may claim any year, so times further out go through a BigInt.
  */
 function writeMicroseconds(buffer: Buffer, offset: number, ms: number, beyondMs: number): number {
   if (!Number.isInteger(ms)) throw new RangeError(`not a time: ${ms}`);
@@ -189,73 +195,3 @@ function writeMicroseconds(buffer: Buffer, offset: number, ms: number, beyondMs:
   buffer.writeBigInt64BE(BigInt(ms - POSTGRES_EPOCH_MS) * 1000n + BigInt(beyondMs), offset);
   return 8;
 }
-
-/**
- * Date.parse keeps the first three digits of a time's fraction of a second. When it has more, the whole
- * fraction is rounded to microseconds as PostgreSQL rounds it (rint of the fraction times a million:
- * halves to even), and returned as the milliseconds of the whole second and the microseconds after them.
- */
-function fractionBeyondMs(iso: string, ms: number): [number, number] {
-  const dot = iso.indexOf('.');
-  if (dot < 0) return [ms, 0];
-  let end = dot + 1;
-  while (end < iso.length && iso.charCodeAt(end) >= 48 && iso.charCodeAt(end) <= 57) end += 1;
-  if (end - dot - 1 <= 3) return [ms, 0];
-  const wholeSecondMs = ms - Number(iso.slice(dot + 1, dot + 4));
-  return [wholeSecondMs, roundHalfToEven(Number(iso.slice(dot, end)) * 1e6)];
-}
-
-function roundHalfToEven(x: number): number {
-  const r = Math.round(x);
-  return r - x === 0.5 && r % 2 !== 0 ? r - 1 : r;
-}
-
-/**
- * Milliseconds of a time in the form toISOString writes (`2026-11-28T12:34:56.789Z`), which is how the
- * service records every time: read digit by digit, several times faster than Date.parse. Undefined for any
- * other form, or for a field out of its range, which Date.parse then reads or refuses.
- */
-function canonicalMs(iso: string): number | undefined {
-  if (iso.length !== 24 || iso.charCodeAt(23) !== 90 /* Z */) return undefined;
-  for (let i = 0; i < 23; i++) {
-    const code = iso.charCodeAt(i);
-    const expected = ISO_SEPARATORS[i];
-    if (expected === 0 ? code < 48 || code > 57 : code !== expected) return undefined;
-  }
-  const year = 1000 * digitAt(iso, 0) + 100 * digitAt(iso, 1) + twoDigits(iso, 2);
-  const month = twoDigits(iso, 5);
-  const day = twoDigits(iso, 8);
-  const hour = twoDigits(iso, 11);
-  const minute = twoDigits(iso, 14);
-  const second = twoDigits(iso, 17);
-  const ms = 10 * twoDigits(iso, 20) + digitAt(iso, 22);
-  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return undefined;
-  if (hour > 23 || minute > 59 || second > 59) return undefined;
-  return ((daysSinceEpoch(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + ms;
-}
-
-/** Days from 1970-01-01 to a date of the proleptic Gregorian calendar, counted in 400-year eras. */
-function daysSinceEpoch(year: number, month: number, day: number): number {
-  const y = month <= 2 ? year - 1 : year;
-  const era = Math.floor(y / 400);
-  const yearOfEra = y - era * 400;
-  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
-  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
-  return era * 146_097 + dayOfEra - 719_468;
-}
-
-/** Whether a time that starts with a date (YYYY-MM-DD) names a day its month has. */
-function calendarDate(iso: string): boolean {
-  if (!/^\d{4}-\d{2}-\d{2}/.test(iso)) return true;
-  const day = twoDigits(iso, 8);
-  return day <= daysIn(1000 * digitAt(iso, 0) + 100 * digitAt(iso, 1) + twoDigits(iso, 2), twoDigits(iso, 5));
-}
-
-const digitAt = (text: string, at: number) => text.charCodeAt(at) - 48;
-const twoDigits = (text: string, at: number) => 10 * digitAt(text, at) + digitAt(text, at + 1);
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-const daysIn = (year: number, month: number) =>
-  month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : DAYS_IN_MONTH[month - 1]!;
-
-// Per position of `YYYY-MM-DDTHH:MM:SS.sss`: the separator's character code, 0 for a digit.
-const ISO_SEPARATORS = [0, 0, 0, 0, 45, 0, 0, 45, 0, 0, 84, 0, 0, 58, 0, 0, 58, 0, 0, 46, 0, 0, 0];
