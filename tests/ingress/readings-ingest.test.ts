@@ -75,6 +75,10 @@ describe('readings ingest', () => {
         readings: [
           { capability: 'environment.temperature', value: 21.5, deviceTime: '2026-06-01T13:59:58+02:00' },
           { capability: 'water.leak', value: false },
+          // A long fraction that starts with a zero: V8's Date.parse reads it as .123.
+          { capability: 'energy.produced_today', value: 40, deviceTime: '2026-06-01T11:59:59.0123456789Z' },
+          // Year 0 (ISO 8601's 1 BC), which the topic schema lets through.
+          { capability: 'environment.temperature', value: 19, deviceTime: '0000-03-01T00:00:00+01:00' },
         ],
       }),
     );
@@ -93,9 +97,11 @@ describe('readings ingest', () => {
       readings: [
         { capability: 'environment.temperature', value: 21.5, deviceTime: '2026-06-01T11:59:58.000Z' },
         { capability: 'water.leak', value: false },
+        { capability: 'energy.produced_today', value: 40, deviceTime: '2026-06-01T11:59:59.012Z' },
+        { capability: 'environment.temperature', value: 19, deviceTime: '0000-02-29T23:00:00.000Z' },
       ],
     });
-    expect((await metrics.readingsStored.get()).values[0]!.value).to.equal(2);
+    expect((await metrics.readingsStored.get()).values[0]!.value).to.equal(4);
   });
 
   it('groups concurrent messages into few appends and answers each caller only after its append', async () => {

@@ -311,8 +311,14 @@ describe('state and telemetry projections', () => {
 
   it("keeps a device clock's time as sent, to the microsecond and whatever year it claims", async () => {
     // Events written otherwise than by the ingestor (which writes milliseconds) may carry microseconds, and
-    // a device's clock may be centuries off: its reading is then filed at server time, its claim kept.
-    const claims = ['1650-01-01T00:00:00.000Z', '2026-06-01T09:59:59.123456Z', '2400-02-29T12:00:00.5Z'];
+    // a device's clock may be centuries off, even in year 0 (ISO 8601's 1 BC, which PostgreSQL's text input
+    // refuses): its reading is then filed at server time, its claim kept.
+    const claims = [
+      '1650-01-01T00:00:00.000Z',
+      '2026-06-01T09:59:59.123456Z',
+      '2400-02-29T12:00:00.5Z',
+      '0000-02-29T12:00:00.000Z',
+    ];
     for (const [i, deviceTime] of claims.entries()) {
       await recordReadings(store, {
         deviceId: `${DEVICE}${i}`,
@@ -323,22 +329,28 @@ describe('state and telemetry projections', () => {
     }
     await catchUpProjector(db.pool, store, telemetryProjector());
     await catchUpProjector(db.pool, store, stateProjector());
-    const text = `to_char(device_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS t, filed_at`;
+    const text = `to_char(device_time AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z" BC') AS t, filed_at`;
     const raw = await db.pool.query(`SELECT device_id, ${text} FROM telemetry_raw ORDER BY device_id`);
     const stateRows = await db.pool.query(
       `SELECT device_id, ${text.replace(', filed_at', '')} FROM device_state ORDER BY device_id`,
     );
     const expected = [
-      '1650-01-01T00:00:00.000000Z',
-      '2026-06-01T09:59:59.123456Z',
-      '2400-02-29T12:00:00.500000Z',
+      '1650-01-01T00:00:00.000000Z AD',
+      '2026-06-01T09:59:59.123456Z AD',
+      '2400-02-29T12:00:00.500000Z AD',
+      '0001-02-29T12:00:00.000000Z BC',
     ];
     expect(raw.rows.map((r) => r.t)).to.deep.equal(expected);
     expect(stateRows.rows.map((r) => r.t)).to.deep.equal(expected);
     expect(
       raw.rows.map((r) => (r.filed_at as Date).toISOString()),
       'implausible claims filed at server time, the plausible one at its own',
-    ).to.deep.equal(['2026-06-01T10:00:00.000Z', '2026-06-01T09:59:59.123Z', '2026-06-01T10:00:00.000Z']);
+    ).to.deep.equal([
+      '2026-06-01T10:00:00.000Z',
+      '2026-06-01T09:59:59.123Z',
+      '2026-06-01T10:00:00.000Z',
+      '2026-06-01T10:00:00.000Z',
+    ]);
   });
 
   it('builds the points in the database with exactly the values the domain computes, for every function but increase', async () => {

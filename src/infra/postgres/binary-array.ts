@@ -1,4 +1,4 @@
-import { epochTime, canonicalEpochMs } from './iso-time.js';
+import { canonicalEpochMs, epochTime } from '../iso-time.js';
 
 /**
  * One-dimensional arrays in PostgreSQL's binary form, for the batch statements' largest parameters. pg sends

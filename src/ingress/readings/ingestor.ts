@@ -5,6 +5,7 @@ import {
   type ReadingsRecordedData,
   type RefusedReading,
 } from '../../domain/readings/index.js';
+import { epochTime } from '../../infra/iso-time.js';
 import type { BatchEntry, BatchEntryResult, EventStore } from '../../eventstore/port.js';
 import { LogThrottle } from '../../infra/log-throttle.js';
 import type { Logger } from '../../infra/logger.js';
@@ -132,7 +133,9 @@ export function createReadingsIngestor(options: ReadingsIngestorOptions): Readin
         readings: accepted.map((r) => ({
           capability: r.capability,
           value: r.value,
-          ...(r.deviceTime !== undefined && { deviceTime: new Date(r.deviceTime).toISOString() }),
+          ...(r.deviceTime !== undefined && {
+            deviceTime: new Date(epochTime(r.deviceTime).ms).toISOString(),
+          }),
         })),
       };
       const id = readingsEventId({ agentId: agent.agentId, deviceId, seq: message.seq, payload });
