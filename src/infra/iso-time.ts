@@ -27,7 +27,7 @@ const daysIn = (year: number, month: number) =>
   month === 2 && year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : DAYS_IN_MONTH[month - 1]!;
 
 /** Epoch milliseconds of a time in toISOString's form, or undefined for any other text. */
-export function canonicalEpochMs(iso: string): number | undefined {
+function canonicalEpochMs(iso: string): number | undefined {
   if (iso.length !== 24 || iso.charCodeAt(23) !== Z) return undefined;
   for (let i = 0; i < 23; i++) {
     const code = iso.charCodeAt(i);

@@ -1,4 +1,4 @@
-import { canonicalEpochMs, epochTime } from '../iso-time.js';
+import { epochTime } from '../iso-time.js';
 
 /**
  * One-dimensional arrays in PostgreSQL's binary form, for the batch statements' largest parameters. pg sends
@@ -177,8 +177,6 @@ function writeUuid(buffer: Buffer, offset: number, value: string): number {
 export function timestamptzArray(values: readonly Nullable<string | number>[]): Buffer {
   return encode(OID.timestamptz, values, eight, (buffer, offset, value) => {
     if (typeof value === 'number') return writeMicroseconds(buffer, offset, value, 0);
-    const canonical = canonicalEpochMs(value);
-    if (canonical !== undefined) return writeMicroseconds(buffer, offset, canonical, 0);
     const { ms, beyondMs } = epochTime(value);
     return writeMicroseconds(buffer, offset, ms, beyondMs);
   });
