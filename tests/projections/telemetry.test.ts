@@ -318,6 +318,8 @@ describe('state and telemetry projections', () => {
       '2026-06-01T09:59:59.123456Z',
       '2400-02-29T12:00:00.5Z',
       '0000-02-29T12:00:00.000Z',
+      // Date.parse reads this fraction as .123: filed at .012, stored to the microsecond.
+      '2026-06-01T09:59:58.0123456789Z',
     ];
     for (const [i, deviceTime] of claims.entries()) {
       await recordReadings(store, {
@@ -339,6 +341,7 @@ describe('state and telemetry projections', () => {
       '2026-06-01T09:59:59.123456Z AD',
       '2400-02-29T12:00:00.500000Z AD',
       '0001-02-29T12:00:00.000000Z BC',
+      '2026-06-01T09:59:58.012346Z AD',
     ];
     expect(raw.rows.map((r) => r.t)).to.deep.equal(expected);
     expect(stateRows.rows.map((r) => r.t)).to.deep.equal(expected);
@@ -350,6 +353,7 @@ describe('state and telemetry projections', () => {
       '2026-06-01T09:59:59.123Z',
       '2026-06-01T10:00:00.000Z',
       '2026-06-01T10:00:00.000Z',
+      '2026-06-01T09:59:58.012Z',
     ]);
   });
 
