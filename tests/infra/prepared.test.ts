@@ -220,6 +220,7 @@ describe('prepared statements and their array parameters', () => {
     expect(() => int8Array([2 ** 53])).to.throw(RangeError);
     expect(() => timestamptzArray([Number.NaN])).to.throw(RangeError);
     expect(() => int4Array([2 ** 31])).to.throw(RangeError);
+    expect(() => int4Array([-(2 ** 31) - 1])).to.throw(RangeError);
     expect(() => int4Array([1.5])).to.throw(RangeError);
     expect(() => int4Array([Number.NaN])).to.throw(RangeError);
     expect(() => uuidArray(['not-a-uuid'])).to.throw(RangeError);

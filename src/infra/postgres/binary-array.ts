@@ -37,76 +37,113 @@ const HEX = Int8Array.from({ length: 128 }, (_, code) => {
 
 type Nullable<T> = T | null | undefined;
 
-/** `size` must bound the bytes `write` writes for a value; `write` returns them. */
-function encode<T>(
+/**
+ * The array's header: one dimension, whether it holds a NULL, the element type, the length, lower bound 1.
+ * Elements follow, each as its length (-1 for NULL) and its bytes.
+ */
+function writeHeader(view: DataView, elementOid: number, length: number, hasNull: boolean): void {
+  view.setInt32(0, 1);
+  view.setInt32(4, hasNull ? 1 : 0);
+  view.setInt32(8, elementOid);
+  view.setInt32(12, length);
+  view.setInt32(16, 1);
+}
+
+const HEADER_BYTES = 20;
+
+/**
+ * Elements of one width (numbers, times, UUIDs). Indexed loops and a DataView: iterating the values and
+ * writing through Buffer methods boxed every element, cost three to four times as much a float8 or int8,
+ * and made 31 % of the bytes a telemetry replay allocated (docs/performance.md, "Encoders without boxing").
+ */
+function encodeFixed<T>(
   elementOid: number,
+  width: number,
   values: readonly Nullable<T>[],
-  size: (value: T) => number,
-  write: (buffer: Buffer, offset: number, value: T) => number,
+  write: (view: DataView, offset: number, value: T) => void,
 ): Buffer {
-  let bound = 20;
-  let nulls = 0;
-  for (const value of values) {
-    if (value === null || value === undefined) nulls = 1;
+  const length = values.length;
+  let present = 0;
+  for (let i = 0; i < length; i++) {
+    const value = values[i];
+    if (value !== null && value !== undefined) present += 1;
+  }
+  const bytes = HEADER_BYTES + 4 * length + width * present;
+  const buffer = Buffer.allocUnsafe(bytes);
+  const view = new DataView(buffer.buffer, buffer.byteOffset, bytes);
+  writeHeader(view, elementOid, length, present < length);
+  let offset = HEADER_BYTES;
+  for (let i = 0; i < length; i++) {
+    const value = values[i];
+    if (value === null || value === undefined) {
+      view.setInt32(offset, -1);
+      offset += 4;
+      continue;
+    }
+    view.setInt32(offset, width);
+    write(view, offset + 4, value);
+    offset += 4 + width;
+  }
+  return buffer;
+}
+
+/** Elements of varying length (text, JSON). `size` must bound the bytes `write` writes; `write` returns them. */
+function encodeVarying(
+  elementOid: number,
+  values: readonly Nullable<string>[],
+  size: (value: string) => number,
+  write: (buffer: Buffer, offset: number, value: string) => number,
+): Buffer {
+  const length = values.length;
+  let bound = HEADER_BYTES + 4 * length;
+  let hasNull = false;
+  for (let i = 0; i < length; i++) {
+    const value = values[i];
+    if (value === null || value === undefined) hasNull = true;
     else bound += size(value);
-    bound += 4;
   }
   const buffer = Buffer.allocUnsafe(bound);
-  buffer.writeInt32BE(1, 0); // dimensions
-  buffer.writeInt32BE(nulls, 4);
-  buffer.writeInt32BE(elementOid, 8);
-  buffer.writeInt32BE(values.length, 12);
-  buffer.writeInt32BE(1, 16); // lower bound
-  let offset = 20;
-  for (const value of values) {
+  writeHeader(new DataView(buffer.buffer, buffer.byteOffset, HEADER_BYTES), elementOid, length, hasNull);
+  let offset = HEADER_BYTES;
+  for (let i = 0; i < length; i++) {
+    const value = values[i];
     if (value === null || value === undefined) {
       buffer.writeInt32BE(-1, offset);
       offset += 4;
       continue;
     }
-    const length = write(buffer, offset + 4, value);
-    buffer.writeInt32BE(length, offset);
-    offset += 4 + length;
+    const written = write(buffer, offset + 4, value);
+    buffer.writeInt32BE(written, offset);
+    offset += 4 + written;
   }
   return offset === bound ? buffer : buffer.subarray(0, offset);
 }
 
 /** A whole number of up to 53 bits as a big-endian int64. */
-function writeInt64(buffer: Buffer, offset: number, value: number): number {
+function writeInt64(view: DataView, offset: number, value: number): void {
   if (!Number.isSafeInteger(value)) throw new RangeError(`not a whole number of 53 bits: ${value}`);
   const high = Math.floor(value / TWO_TO_32);
-  buffer.writeInt32BE(high, offset);
-  buffer.writeUInt32BE(value - high * TWO_TO_32, offset + 4);
-  return 8;
+  view.setInt32(offset, high);
+  view.setUint32(offset + 4, value - high * TWO_TO_32);
 }
 
-const eight = () => 8;
-
 export function int8Array(values: readonly Nullable<number>[]): Buffer {
-  return encode(OID.int8, values, eight, writeInt64);
+  return encodeFixed(OID.int8, 8, values, writeInt64);
 }
 
 export function int4Array(values: readonly Nullable<number>[]): Buffer {
-  return encode(
-    OID.int4,
-    values,
-    () => 4,
-    (buffer, offset, value) => {
-      // writeInt32BE would write NaN as 0 and 1.5 as 1, where PostgreSQL refused their text.
-      if (!Number.isInteger(value)) throw new RangeError(`not a whole number: ${value}`);
-      return buffer.writeInt32BE(value, offset) - offset;
-    },
-  );
+  return encodeFixed(OID.int4, 4, values, (view, offset, value) => {
+    // setInt32 would write NaN as 0 and 1.5 as 1, where PostgreSQL refused their text.
+    if (!Number.isInteger(value) || value < -(2 ** 31) || value >= 2 ** 31) {
+      throw new RangeError(`not a whole number of 32 bits: ${value}`);
+    }
+    view.setInt32(offset, value);
+  });
 }
 
 export function float8Array(values: readonly Nullable<number>[]): Buffer {
   // + 0 turns -0 into 0, as its text form did: a point would otherwise read "-0".
-  return encode(
-    OID.float8,
-    values,
-    eight,
-    (buffer, offset, value) => buffer.writeDoubleBE(value + 0, offset) - offset,
-  );
+  return encodeFixed(OID.float8, 8, values, (view, offset, value) => view.setFloat64(offset, value + 0));
 }
 
 // UTF-8 takes at most 3 bytes per UTF-16 unit (a surrogate pair: 4 for 2). A long string, which Buffer#write
@@ -130,17 +167,17 @@ function writeUtf8(buffer: Buffer, offset: number, value: string): number {
 }
 
 export function textArray(values: readonly Nullable<string>[]): Buffer {
-  return encode(OID.text, values, utf8Size, writeUtf8);
+  return encodeVarying(OID.text, values, utf8Size, writeUtf8);
 }
 
 /** JSON texts: json's binary form is the text, which PostgreSQL checks. */
 export function jsonArray(values: readonly Nullable<string>[]): Buffer {
-  return encode(OID.json, values, utf8Size, writeUtf8);
+  return encodeVarying(OID.json, values, utf8Size, writeUtf8);
 }
 
 /** JSON texts (not values): jsonb's binary form is a version byte and the text, which PostgreSQL parses. */
 export function jsonbArray(values: readonly Nullable<string>[]): Buffer {
-  return encode(
+  return encodeVarying(
     OID.jsonb,
     values,
     (value) => 1 + utf8Size(value),
@@ -153,10 +190,10 @@ export function jsonbArray(values: readonly Nullable<string>[]): Buffer {
 
 /** UUIDs in their canonical text form (8-4-4-4-12 hexadecimal digits, either case). */
 export function uuidArray(values: readonly Nullable<string>[]): Buffer {
-  return encode(OID.uuid, values, () => 16, writeUuid);
+  return encodeFixed(OID.uuid, 16, values, writeUuid);
 }
 
-function writeUuid(buffer: Buffer, offset: number, value: string): number {
+function writeUuid(view: DataView, offset: number, value: string): void {
   if (value.length !== 36) throw new RangeError(`not a UUID: ${value}`);
   let at = 0;
   for (let byte = 0; byte < 16; byte++) {
@@ -167,18 +204,17 @@ function writeUuid(buffer: Buffer, offset: number, value: string): number {
     const high = HEX[value.charCodeAt(at)] ?? -1;
     const low = HEX[value.charCodeAt(at + 1)] ?? -1;
     if (high < 0 || low < 0) throw new RangeError(`not a UUID: ${value}`);
-    buffer[offset + byte] = (high << 4) | low;
+    view.setUint8(offset + byte, (high << 4) | low);
     at += 2;
   }
-  return 16;
 }
 
 /** ISO 8601 times, to the microsecond as PostgreSQL reads their text (iso-time.ts), or epoch milliseconds. */
 export function timestamptzArray(values: readonly Nullable<string | number>[]): Buffer {
-  return encode(OID.timestamptz, values, eight, (buffer, offset, value) => {
-    if (typeof value === 'number') return writeMicroseconds(buffer, offset, value, 0);
+  return encodeFixed(OID.timestamptz, 8, values, (view, offset, value) => {
+    if (typeof value === 'number') return writeMicroseconds(view, offset, value, 0);
     const { ms, beyondMs } = epochTime(value);
-    return writeMicroseconds(buffer, offset, ms, beyondMs);
+    writeMicroseconds(view, offset, ms, beyondMs);
   });
 }
 
@@ -186,10 +222,9 @@ export function timestamptzArray(values: readonly Nullable<string | number>[]): 
  * PostgreSQL's int64 of microseconds since 2000. A JavaScript number holds them exactly for 285 years
  * either side of 2000 only; a device's clock may claim any year, so times further out go through a BigInt.
  */
-function writeMicroseconds(buffer: Buffer, offset: number, ms: number, beyondMs: number): number {
+function writeMicroseconds(view: DataView, offset: number, ms: number, beyondMs: number): void {
   if (!Number.isInteger(ms)) throw new RangeError(`not a time: ${ms}`);
   const us = (ms - POSTGRES_EPOCH_MS) * 1000 + beyondMs;
-  if (Number.isSafeInteger(us)) return writeInt64(buffer, offset, us);
-  buffer.writeBigInt64BE(BigInt(ms - POSTGRES_EPOCH_MS) * 1000n + BigInt(beyondMs), offset);
-  return 8;
+  if (Number.isSafeInteger(us)) writeInt64(view, offset, us);
+  else view.setBigInt64(offset, BigInt(ms - POSTGRES_EPOCH_MS) * 1000n + BigInt(beyondMs));
 }
