@@ -39,6 +39,16 @@ export interface Projector {
    * retention, such as readings): a replay would silently lose that history, so rebuilds are refused.
    */
   readonly keepsHistoryBeyondRetention?: boolean;
+  /**
+   * Set when the projector's live batches may commit without waiting for the WAL flush (the readings read
+   * models, whose batches are the largest and most frequent). A crash of PostgreSQL or of its machine may
+   * then undo the last fraction of a second of batches, each whole with its checkpoint, and the projector
+   * applies them again from the event store: the same rows, as events are never lost (their appends wait
+   * for the flush, and flushing WAL flushes all WAL before it). What a reader saw of an undone batch comes
+   * back once it is applied again. Read models of the control plane keep durable batches: an auditor's
+   * view never steps back (docs/projections.md, "Live batches and the WAL flush").
+   */
+  readonly asynchronousCommit?: boolean;
   /** Set on one partition of a partitioned projector (partitions.ts); absent on a whole projector. */
   readonly partition?: Partition;
 }

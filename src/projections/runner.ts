@@ -125,11 +125,15 @@ export async function commitBatch(
   next: string | undefined,
   prepared?: unknown,
 ): Promise<boolean> {
-  return inTransaction(pool, async (client) => {
-    if (!(await advanceCheckpoint(client, projector.name, expected, next ?? expected, events.length))) {
-      return false;
-    }
-    if (events.length > 0) await projector.apply(events, client, prepared);
-    return true;
-  });
+  return inTransaction(
+    pool,
+    async (client) => {
+      if (!(await advanceCheckpoint(client, projector.name, expected, next ?? expected, events.length))) {
+        return false;
+      }
+      if (events.length > 0) await projector.apply(events, client, prepared);
+      return true;
+    },
+    { waitForFlush: !projector.asynchronousCommit },
+  );
 }

@@ -5,6 +5,7 @@ import sinon from 'sinon';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import { createLogger } from '../../src/infra/logger.js';
+import type { PoolClient } from '../../src/infra/postgres/pool.js';
 import { auditProjector } from '../../src/projections/audit/projector.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { installProjector, readCheckpoint } from '../../src/projections/checkpoints.js';
@@ -13,6 +14,7 @@ import { partitionsOf } from '../../src/projections/partitions.js';
 import { PreparedWork } from '../../src/projections/prepared-work.js';
 import { rebuildProjector } from '../../src/projections/rebuild.js';
 import { commitBatch, runProjector } from '../../src/projections/runner.js';
+import { allProjectors } from '../../src/runtime/projectors.js';
 import { watchingBatches } from '../support/batch-watch.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
@@ -45,6 +47,11 @@ async function truth(db: TestDatabase): Promise<Record<string, number>> {
     [TYPES],
   );
   return Object.fromEntries(rows.map((r) => [r.stream_name, Number(r.n)]));
+}
+
+async function showSynchronousCommit(client: PoolClient): Promise<string> {
+  const { rows } = await client.query<{ synchronous_commit: string }>('SHOW synchronous_commit');
+  return rows[0]!.synchronous_commit;
 }
 
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 30_000, what = 'a condition') {
@@ -354,6 +361,29 @@ describe('projection runner', () => {
     await catchUpProjector(db.pool, store, projector, 10);
     expect(settings, 'live batches after the rebuild').to.deep.equal(['on']);
     expect(await tallies(db)).to.deep.equal(await truth(db));
+  });
+
+  it('commits the live batches of a projector that asks for it without waiting for the WAL flush, and no others', async () => {
+    await appendMany(store, 2, 10);
+    const relaxed = watchingBatches(
+      { ...tallyProjector(TYPES), asynchronousCommit: true },
+      showSynchronousCommit,
+    );
+    await catchUpProjector(db.pool, store, relaxed.projector, 10);
+    expect(relaxed.seen, 'live batches of the readings read models').to.deep.equal(['off', 'off']);
+    expect(await tallies(db)).to.deep.equal(await truth(db));
+    const { rows } = await db.pool.query<{ setting: string }>(
+      `SELECT current_setting('synchronous_commit') AS setting`,
+    );
+    expect(rows[0]!.setting, 'a connection back in the pool keeps the server setting').to.equal('on');
+    const relaxedInService = allProjectors({ state: 2, telemetry: 1 })
+      .filter((p) => p.asynchronousCommit)
+      .map((p) => p.name);
+    expect(relaxedInService, 'only the readings read models, partitions included').to.deep.equal([
+      'state:0/2',
+      'state:1/2',
+      'telemetry',
+    ]);
   });
 
   it('refuses to rebuild a read model that outlives its events, and stands by on a version change instead', async () => {

@@ -66,14 +66,28 @@ export function createLockPool(connectionString: string): pg.Pool {
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
 
+/** How a transaction ends. */
+export interface CommitOptions {
+  /**
+   * false: COMMIT returns without waiting for the WAL flush (`synchronous_commit = off` for this transaction
+   * only, set in the same round trip as BEGIN). A crash of the server or the machine in the next fraction of
+   * a second may then undo the transaction whole; only work that can be done again from the event store
+   * may ask for it.
+   */
+  readonly waitForFlush?: boolean;
+}
+
+const BEGIN_WITHOUT_FLUSH_WAIT = 'BEGIN; SET LOCAL synchronous_commit = off';
+
 /** Runs `work` in one transaction on one connection; rolls back on any error. */
 export async function inTransaction<T>(
   pool: pg.Pool,
   work: (client: pg.PoolClient) => Promise<T>,
+  options: CommitOptions = {},
 ): Promise<T> {
   const client = await pool.connect();
   try {
-    await client.query('BEGIN');
+    await client.query(options.waitForFlush === false ? BEGIN_WITHOUT_FLUSH_WAIT : 'BEGIN');
     const result = await work(client);
     await client.query('COMMIT');
     return result;

@@ -40,6 +40,7 @@ export function stateProjector(): Projector {
     name: STATE_PROJECTOR_NAME,
     version: 1,
     keepsHistoryBeyondRetention: true,
+    asynchronousCommit: true,
     eventTypes: ['DeviceConnectivityChanged', 'ReadingsRecorded'],
     tables: ['device_state', 'device_presence'],
     schemaSql,

@@ -63,6 +63,7 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
     name,
     version: 1,
     keepsHistoryBeyondRetention: true,
+    asynchronousCommit: true,
     eventTypes: ['ReadingsRecorded', 'SiteCreated'],
     tables: [
       'telemetry_raw',
