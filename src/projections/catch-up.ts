@@ -42,7 +42,8 @@ export async function catchUpProjector(
       // Positions rise through a page: only a page that ends beyond the target needs looking into.
       const events = last ? page.events.filter((event) => !beyond(event.position)) : page.events;
       // What was prepared for the page is used only if `events` are still all of it (Projector.prepare).
-      await commitBatch(pool, projector, position, events, last ? target : page.lastPosition, page.prepared);
+      const next = last ? target : page.lastPosition;
+      await commitBatch(pool, projector, position, events, next, page.prepared, store.kind);
       continue;
     }
     if (Date.now() >= deadline) throw new Error(`projector ${projector.name}: ${target} not visible in time`);

@@ -45,8 +45,9 @@ export interface Projector {
    * then undo the last fraction of a second of batches, each whole with its checkpoint, and the projector
    * applies them again from the event store: the same rows, as events are never lost (their appends wait
    * for the flush, and flushing WAL flushes all WAL before it). What a reader saw of an undone batch comes
-   * back once it is applied again. Read models of the control plane keep durable batches: an auditor's
-   * view never steps back (docs/projections.md, "Live batches and the WAL flush").
+   * back once it is applied again. Only with the PostgreSQL event store (runner.ts, commitBatch). Read
+   * models of the control plane keep durable batches: an auditor's view never steps back (docs/projections.md,
+   * "Live batches and the WAL flush").
    */
   readonly asynchronousCommit?: boolean;
   /** Set on one partition of a partitioned projector (partitions.ts); absent on a whole projector. */

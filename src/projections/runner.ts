@@ -104,6 +104,7 @@ async function projectWhileLeading(
         batch.events,
         batch.checkpoint,
         batch.prepared,
+        store.kind,
       );
       if (!committed) {
         restart = true; // someone else moved the checkpoint (a rebuild swap): continue from theirs
@@ -116,7 +117,13 @@ async function projectWhileLeading(
   }
 }
 
-/** Applies one batch and moves the checkpoint, atomically; false when the checkpoint was not at `expected`. */
+/**
+ * Applies one batch and moves the checkpoint, atomically; false when the checkpoint was not at `expected`.
+ * `eventStore` is the kind of store the events came from: a batch may skip the wait for the WAL flush
+ * (Projector.asynchronousCommit) only when they came from this same PostgreSQL, whose flush orders it after
+ * every event it applied and before any deletion of them. KurrentDB expires events by age on its own clock;
+ * a batch undone by a crash might then find its events gone. Unknown (undefined): durable.
+ */
 export async function commitBatch(
   pool: Pool,
   projector: Projector,
@@ -124,6 +131,7 @@ export async function commitBatch(
   events: Parameters<Projector['apply']>[0],
   next: string | undefined,
   prepared?: unknown,
+  eventStore?: EventStore['kind'],
 ): Promise<boolean> {
   return inTransaction(
     pool,
@@ -134,6 +142,6 @@ export async function commitBatch(
       if (events.length > 0) await projector.apply(events, client, prepared);
       return true;
     },
-    { waitForFlush: !projector.asynchronousCommit },
+    { waitForFlush: !(projector.asynchronousCommit && eventStore === 'postgres') },
   );
 }

@@ -376,6 +376,27 @@ describe('projection runner', () => {
       `SELECT current_setting('synchronous_commit') AS setting`,
     );
     expect(rows[0]!.setting, 'a connection back in the pool keeps the server setting').to.equal('on');
+    const more = async (eventStore?: 'postgres' | 'kurrentdb') => {
+      await appendMany(store, 1, 2);
+      const at = (await readCheckpoint(db.pool, relaxed.projector.name))!.position;
+      const { events } = await store.readAll({ after: at, maxCount: 10, eventTypes: TYPES });
+      await commitBatch(
+        db.pool,
+        relaxed.projector,
+        at,
+        events,
+        events.at(-1)!.position,
+        undefined,
+        eventStore,
+      );
+      return relaxed.seen.at(-1);
+    };
+    expect(await more('kurrentdb'), 'events from KurrentDB, which expires them on its own clock').to.equal(
+      'on',
+    );
+    expect(await more(undefined), 'a store of unknown kind').to.equal('on');
+    expect(await more('postgres'), 'events from this PostgreSQL').to.equal('off');
+    expect(await tallies(db)).to.deep.equal(await truth(db));
     const relaxedInService = allProjectors({ state: 2, telemetry: 1 })
       .filter((p) => p.asynchronousCommit)
       .map((p) => p.name);

@@ -26,6 +26,9 @@ const OID = {
 // Milliseconds from the Unix epoch to PostgreSQL's, 2000-01-01 UTC.
 const POSTGRES_EPOCH_MS = 946_684_800_000;
 const TWO_TO_32 = 2 ** 32;
+// PostgreSQL's timestamp range in microseconds since 2000: 4714-11-24 BC 00:00 UTC up to 294277-01-01 UTC.
+const TIMESTAMP_MIN_US = -211_813_488_000_000_000n;
+const TIMESTAMP_END_US = 9_223_371_331_200_000_000n;
 // Strings up to this length are copied by a loop while they are ASCII (writeUtf8).
 const SHORT_STRING = 64;
 const DASH = 45;
@@ -225,6 +228,10 @@ export function timestamptzArray(values: readonly Nullable<string | number>[]): 
 function writeMicroseconds(view: DataView, offset: number, ms: number, beyondMs: number): void {
   if (!Number.isInteger(ms)) throw new RangeError(`not a time: ${ms}`);
   const us = (ms - POSTGRES_EPOCH_MS) * 1000 + beyondMs;
-  if (Number.isSafeInteger(us)) writeInt64(view, offset, us);
-  else view.setBigInt64(offset, BigInt(ms - POSTGRES_EPOCH_MS) * 1000n + BigInt(beyondMs));
+  if (Number.isSafeInteger(us)) return writeInt64(view, offset, us);
+  // setBigInt64 would wrap silently; PostgreSQL's own range is narrower than int64 anyway.
+  const far = BigInt(ms - POSTGRES_EPOCH_MS) * 1000n + BigInt(beyondMs);
+  if (far < TIMESTAMP_MIN_US || far >= TIMESTAMP_END_US)
+    throw new RangeError(`not a time PostgreSQL holds: ${ms}`);
+  view.setBigInt64(offset, far);
 }
