@@ -1,10 +1,11 @@
 /**
  * ISO 8601 times read as PostgreSQL's timestamptz input reads them: where a device's time is recorded
  * (the ingestor), where a projector files a reading by it (projections/repeated-times.ts) and where times
- * go to PostgreSQL in binary (infra/postgres/binary-array.ts), so that no reading of the same text differs. The service records every time in toISOString's form, which is read
- * here digit by digit; any other form goes through Date.parse, which specifies three digits of a second's
- * fraction only (V8 reads `.0123456789` as 123 ms), so the fraction is read apart and rounded to
- * microseconds as PostgreSQL rounds it.
+ * go to PostgreSQL in binary (infra/postgres/binary-array.ts), so that no reading of the same text
+ * differs. The service records every time in toISOString's form, which is read here digit by digit; any
+ * other form goes through Date.parse, which specifies three digits of a second's fraction only (V8 reads
+ * `.0123456789` as 123 ms), so the fraction is read apart and rounded to microseconds as PostgreSQL
+ * rounds it.
  */
 
 /** A time as epoch milliseconds and the microseconds after them (0-999). */
