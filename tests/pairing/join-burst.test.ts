@@ -105,21 +105,32 @@ describe('a burst of candidates joining one hub', function () {
     expect(logged.filter((l) => l.level >= 50)).to.deep.equal([]);
   });
 
+  // Each process queues its decisions and appends them together, so a burst is only a few appends a
+  // process: on a busy machine one process can finish before the other starts. A burst that did not race
+  // proves nothing about racing, so bursts go on (each on a hub of its own, each checked whole) until one
+  // has met a conflict, within a bound.
+  const MAX_BURSTS = 10;
+
   it('records all 100 joins split over two ingress processes racing on the hub, with no error logged', async () => {
-    const { hubId, sessionId } = await hubWithWindow();
-    const racing = stores.map((s) => countingConflicts(s));
-    const handlers = racing.map((r) => ingress(r.store));
-    logged.length = 0;
-    await Promise.all(
-      Array.from({ length: 100 }, (_, i) => join(handlers[i % 2]!, agentOf(hubId), sessionId, i)),
+    let raced = 0;
+    for (let burst = 1; burst <= MAX_BURSTS && raced === 0; burst++) {
+      const { hubId, sessionId } = await hubWithWindow();
+      const racing = stores.map((s) => countingConflicts(s));
+      const handlers = racing.map((r) => ingress(r.store));
+      logged.length = 0;
+      await Promise.all(
+        Array.from({ length: 100 }, (_, i) => join(handlers[i % 2]!, agentOf(hubId), sessionId, i)),
+      );
+      raced = racing.reduce((n, r) => n + r.conflicts(), 0);
+      const joined = (await stores[0]!.readStream(pairingStreamName(hubId))).filter(
+        (e) => e.type === 'CandidateJoined',
+      );
+      expect(joined, `burst ${burst}`).to.have.length(100);
+      expect(new Set(joined.map((e) => (e.data as { ieeeAddr: string }).ieeeAddr)).size).to.equal(100);
+      expect(logged.filter((l) => l.level >= 50)).to.deep.equal([]);
+    }
+    expect(raced, `the two processes raced on the stream in one of ${MAX_BURSTS} bursts`).to.be.greaterThan(
+      0,
     );
-    const conflicts = racing.reduce((n, r) => n + r.conflicts(), 0);
-    expect(conflicts, 'the two processes raced on the stream').to.be.greaterThan(0);
-    const joined = (await stores[0]!.readStream(pairingStreamName(hubId))).filter(
-      (e) => e.type === 'CandidateJoined',
-    );
-    expect(joined).to.have.length(100);
-    expect(new Set(joined.map((e) => (e.data as { ieeeAddr: string }).ieeeAddr)).size).to.equal(100);
-    expect(logged.filter((l) => l.level >= 50)).to.deep.equal([]);
   });
 });
