@@ -43,7 +43,10 @@ export async function catchUpProjector(
       const events = last ? page.events.filter((event) => !beyond(event.position)) : page.events;
       // What was prepared for the page is used only if `events` are still all of it (Projector.prepare).
       const next = last ? target : page.lastPosition;
-      await commitBatch(pool, projector, position, events, next, page.prepared, store.kind);
+      await commitBatch(pool, projector, position, events, next, {
+        prepared: page.prepared,
+        eventStore: store.kind,
+      });
       continue;
     }
     if (Date.now() >= deadline) throw new Error(`projector ${projector.name}: ${target} not visible in time`);

@@ -97,15 +97,10 @@ async function projectWhileLeading(
     let restart = false;
     for await (const batch of subscription) {
       if (batch.events.length === 0 && batch.checkpoint === position) continue;
-      const committed = await commitBatch(
-        pool,
-        projector,
-        position,
-        batch.events,
-        batch.checkpoint,
-        batch.prepared,
-        store.kind,
-      );
+      const committed = await commitBatch(pool, projector, position, batch.events, batch.checkpoint, {
+        prepared: batch.prepared,
+        eventStore: store.kind,
+      });
       if (!committed) {
         restart = true; // someone else moved the checkpoint (a rebuild swap): continue from theirs
         break;
@@ -119,7 +114,7 @@ async function projectWhileLeading(
 
 /**
  * Applies one batch and moves the checkpoint, atomically; false when the checkpoint was not at `expected`.
- * `eventStore` is the kind of store the events came from: a batch may skip the wait for the WAL flush
+ * `prepared` is what Projector.prepare made for these events, if anything. `eventStore` is the kind of store the events came from: a batch may skip the wait for the WAL flush
  * (Projector.asynchronousCommit) only when they came from this same PostgreSQL, whose flush orders it after
  * every event it applied and before any deletion of them. KurrentDB expires events by age on its own clock;
  * a batch undone by a crash might then find its events gone. Unknown (undefined): durable.
@@ -130,8 +125,7 @@ export async function commitBatch(
   expected: string | undefined,
   events: Parameters<Projector['apply']>[0],
   next: string | undefined,
-  prepared?: unknown,
-  eventStore?: EventStore['kind'],
+  { prepared, eventStore }: { prepared?: unknown; eventStore?: EventStore['kind'] } = {},
 ): Promise<boolean> {
   return inTransaction(
     pool,

@@ -380,15 +380,7 @@ describe('projection runner', () => {
       await appendMany(store, 1, 2);
       const at = (await readCheckpoint(db.pool, relaxed.projector.name))!.position;
       const { events } = await store.readAll({ after: at, maxCount: 10, eventTypes: TYPES });
-      await commitBatch(
-        db.pool,
-        relaxed.projector,
-        at,
-        events,
-        events.at(-1)!.position,
-        undefined,
-        eventStore,
-      );
+      await commitBatch(db.pool, relaxed.projector, at, events, events.at(-1)!.position, { eventStore });
       return relaxed.seen.at(-1);
     };
     expect(await more('kurrentdb'), 'events from KurrentDB, which expires them on its own clock').to.equal(

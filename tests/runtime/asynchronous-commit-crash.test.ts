@@ -132,7 +132,9 @@ describe('a projector batch committed without waiting for the WAL flush, in a Po
     expect(events, 'the second batch').to.have.length(9);
     const beforeBatch = (await wal()).inserted;
     const next = events.at(-1)!.position;
-    expect(await commitBatch(pool!, projector, kept, events, next, undefined, 'postgres')).to.equal(true);
+    expect(await commitBatch(pool!, projector, kept, events, next, { eventStore: 'postgres' })).to.equal(
+      true,
+    );
     expect((await readCheckpoint(pool!, projector.name))!.position, 'the second batch committed').to.equal(
       next,
     );
