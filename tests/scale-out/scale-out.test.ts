@@ -262,10 +262,16 @@ describe('scale-out: 2 ingress, 2 api, 2 projector (P = 4) and 2 scheduler proce
 
     // The readings go on to the end of the run, then every agent still connected must show online.
     await until('the run to end', RUN_MS + 60_000, () => Date.now() - startedAt >= RUN_MS);
-    await until('connectivity projected: live agents online, the dead one offline', 30_000, async () => {
-      const now = await hubConnectivity(db!, hubs);
-      return hubs.every((hub, i) => now[hub] === (i === DEAD ? 'offline' : 'online'));
-    });
+    let seen: Record<string, string> = {};
+    await until(
+      'connectivity projected: live agents online, the dead one offline',
+      30_000,
+      async () => {
+        seen = await hubConnectivity(db!, hubs);
+        return hubs.every((hub, i) => seen[hub] === (i === DEAD ? 'offline' : 'online'));
+      },
+      () => `agent by agent: ${hubs.map((hub, i) => `${i} ${seen[hub] ?? 'no row'}`).join(', ')}`,
+    );
     const drained = await Promise.all(
       sims.map((sim, i) => (i === DEAD ? true : simulatorDrained(sim, 60_000))),
     );
@@ -375,13 +381,22 @@ async function hubConnectivity(db: TestDatabase, hubIds: readonly string[]): Pro
   return Object.fromEntries(rows.map((r) => [r.device_id, r.connectivity ?? 'unknown']));
 }
 
-/** Waits for `probe` to hold (a value other than undefined, null or false), up to `ms`; returns it. */
-async function until<T>(what: string, ms: number, probe: () => T | Promise<T>): Promise<NonNullable<T>> {
+/**
+ * Waits for `probe` to hold (a value other than undefined, null or false), up to `ms`; returns it. On a
+ * timeout the error carries `lastSeen()`, what the probe last found, so a failed run says why.
+ */
+async function until<T>(
+  what: string,
+  ms: number,
+  probe: () => T | Promise<T>,
+  lastSeen?: () => string,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await probe();
     if (value !== undefined && value !== null && value !== false) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${lastSeen ? `; ${lastSeen()}` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
