@@ -229,9 +229,12 @@ describe('command delivery over the real broker (mTLS) and the simulator', funct
       capability: 'binary.switch',
       value: true,
       mode: 'desired',
-      ttlSeconds: 5,
+      ttlSeconds: 60,
     });
-    skewMs = 6000;
+    // Past the TTL for the ingress only: the scheduler keeps real time, so it cannot expire the command first
+    // however long the agent takes to come back (with a short TTL it could, on a loaded machine, and then
+    // nothing would be left to tell the agent).
+    skewMs = 61_000;
     let told: Promise<CommandDown> | undefined;
     await startSim((next) => {
       told = simEvent(next, 'cancel', (m) => m.commandId === commandId);

@@ -70,8 +70,10 @@ describe('scheduler: command expiry at the TTL, by the server clock', () => {
     skewMs = 0;
     const soon = await command(60);
     await catchUpProjector(db.pool, store, commandsProjector());
-    // The job's clock stands 59.7 s after acceptance: the TTL ends 300 ms from now.
-    skewMs = 59_700;
+    // The job's clock set so the TTL ends 1.5 s from now: long enough for the job's start and the first status
+    // read on a loaded machine, well short of the next sweep.
+    const accepted = (await c.commandEvents(deviceId, soon)).find((e) => e.type === 'CommandAccepted')!;
+    skewMs = Date.parse((accepted.data as { expiresAt: string }).expiresAt) - Date.now() - 1500;
     await job().run(leadership.signal);
     expect(await c.status(deviceId, soon), 'not before its TTL').to.equal('queued');
     const deadline = Date.now() + 5000;

@@ -10,6 +10,7 @@ import { pairingDeadlinesJob } from '../../src/scheduler/pairing-deadlines.js';
 import { runScheduler } from '../../src/scheduler/scheduler.js';
 import type { ScheduledJob } from '../../src/scheduler/job.js';
 import type { TestDatabase } from '../support/database.js';
+import { until } from '../support/edge-agent.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 const logger = createLogger('silent');
@@ -116,7 +117,8 @@ describe('scheduler', () => {
       signal: stopA.signal,
       standbyRetryMs: 200,
     });
-    await sleep(300);
+    // b starts once a leads (it has run its job): which one leads is then not left to a start-up's timing.
+    await until('instance a running its job', async () => (runs.includes('a') ? true : undefined), 10_000);
     const b = runScheduler({
       locks: db.locks,
       jobs: [job('b')],
@@ -129,7 +131,7 @@ describe('scheduler', () => {
     expect(runs.filter((r) => r === 'a').length).to.be.at.least(2);
     stopA.abort();
     await a;
-    await sleep(1500);
+    await until('the standby b running the job', async () => (runs.includes('b') ? true : undefined), 10_000);
     stopB.abort();
     await b;
     expect(runs.filter((r) => r === 'b').length).to.be.at.least(1);

@@ -79,7 +79,8 @@ export async function startEdgeService(
     async cli(...args) {
       const { stdout } = await run(process.execPath, [CLI, ...args, '--json'], {
         env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
-        timeout: 30_000,
+        // CLI runs took 14-23 s beside the other CI leg: 30 s left little room (tests/support/devcloud.ts: 60 s).
+        timeout: 60_000,
       });
       return JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, unknown>;
     },
