@@ -131,8 +131,10 @@ describe('edge path end to end: a daily counter across local midnights and a DST
     // counter that had not reset would hold the day before's total on top). Bounded by time, not by a fixed
     // value: a loaded machine stalls the simulator's ticks, each real millisecond 3.6 simulated seconds.
     for (const midnight of ['2026-03-28T23:00:00Z', '2026-03-29T22:00:00Z']) {
-      const from = new Date(Date.parse(midnight) - 3_600_000).toISOString();
-      const to = new Date(Date.parse(midnight) + 3_600_000).toISOString();
+      // Three simulated hours either side (3 real seconds): a stall of the simulator near midnight must not
+      // leave one side of it empty; adjacent readings are compared, however far apart.
+      const from = new Date(Date.parse(midnight) - 3 * 3_600_000).toISOString();
+      const to = new Date(Date.parse(midnight) + 3 * 3_600_000).toISOString();
       const raw = await telemetry(`capabilities=energy.produced_today&resolution=raw&from=${from}&to=${to}`);
       const after = raw.points.findIndex((p) => Date.parse(p.time) >= Date.parse(midnight));
       expect(after, `readings before and after ${midnight}`).to.be.greaterThan(0);

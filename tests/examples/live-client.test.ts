@@ -51,12 +51,13 @@ describe('examples/live-client against the real server', function () {
       onFrame: (f) => void frames.push(f),
       onNotice: (n) => void notices.push(n),
     });
-    // Between the client's token request and its stream request the server's clock jumps to 1.5 s before the
-    // token's expiry, so the stream it opens ends with token_expired shortly after.
+    // Between the client's token request and its stream request the server's clock jumps to 5 s before the
+    // token's expiry (room to connect and get a frame on a loaded machine), so the stream it opens ends with
+    // token_expired shortly after.
     const realFetch = globalThis.fetch;
     globalThis.fetch = async (input, init) => {
       const response = await realFetch(input, init);
-      if (String(input).endsWith('/v1/oauth/token') && offsetMs === 0) offsetMs = 3600_000 - 1500;
+      if (String(input).endsWith('/v1/oauth/token') && offsetMs === 0) offsetMs = 3600_000 - 5000;
       return response;
     };
     let running: Promise<void>;
@@ -68,7 +69,7 @@ describe('examples/live-client against the real server', function () {
     }
     await reading(1);
     await until('first frame', () => frames.length === 1);
-    await until('stream_error token_expired', () => notices.includes('stream_error token_expired'), 10_000);
+    await until('stream_error token_expired', () => notices.includes('stream_error token_expired'), 15_000);
     offsetMs = 3600_000 + 60_000; // the old token is dead now; the client must get a new one
     await reading(2);
     await reading(3);

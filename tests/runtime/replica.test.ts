@@ -118,6 +118,7 @@ describe('read-model queries from a streaming replica', function () {
     // 1. A write waits on the replica's checkpoint, not the primary's.
     await pauseReplay();
     let answered = false;
+    const sentAt = Date.now();
     const put = call('PUT', { capabilityKey: RELAY, write: true }).then((answer) => {
       answered = true;
       return answer;
@@ -125,9 +126,10 @@ describe('read-model queries from a streaming replica', function () {
     await until('the grant projected on the primary', async () =>
       (await onPrimary()) === 'granted' ? true : undefined,
     );
-    // The write must still not answer a while after the primary has its projection (the wait gives up at
-    // 3 s, so 1 s is enough to tell a wait on the replica from one on the primary, which would be over).
-    await sleep(1_000);
+    // The write must still not answer a while after the primary has its projection: up to 1 s, but only
+    // until 2.5 s after it was sent, as the wait gives up at 3 s (a slow projection on the primary must not
+    // use that up); a wait on the primary would be over at once.
+    await sleep(Math.max(200, Math.min(1_000, 2_500 - (Date.now() - sentAt))));
     expect(answered, 'answered before the replica had the grant').to.equal(false);
     await replicaAdmin.query('SELECT pg_wal_replay_resume()');
     expect((await put).status).to.equal(200);
