@@ -9,8 +9,8 @@ import { pairingProjector } from '../../src/projections/pairing/projector.js';
 import { pairingDeadlinesJob } from '../../src/scheduler/pairing-deadlines.js';
 import { runScheduler } from '../../src/scheduler/scheduler.js';
 import type { ScheduledJob } from '../../src/scheduler/job.js';
+import { eventually } from '../ingress/support/broker-fixture.js';
 import type { TestDatabase } from '../support/database.js';
-import { until } from '../support/edge-agent.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 
 const logger = createLogger('silent');
@@ -119,7 +119,7 @@ describe('scheduler', () => {
       standbyRetryMs: 200,
     });
     // b starts once a leads (it has run its job): which one leads is then not left to a start-up's timing.
-    await until('instance a running its job', async () => (runs.includes('a') ? true : undefined), 10_000);
+    await eventually(() => runs.includes('a'), 'instance a running its job', 10_000);
     const b = runScheduler({
       locks: db.locks,
       jobs: [job('b')],
@@ -132,7 +132,7 @@ describe('scheduler', () => {
     expect(runs.filter((r) => r === 'a').length).to.be.at.least(2);
     stopA.abort();
     await a;
-    await until('the standby b running the job', async () => (runs.includes('b') ? true : undefined), 10_000);
+    await eventually(() => runs.includes('b'), 'the standby b running the job', 10_000);
     stopB.abort();
     await b;
     expect(runs.filter((r) => r === 'b').length).to.be.at.least(1);
