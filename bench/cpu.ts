@@ -23,8 +23,17 @@ export function processCpuUs(pid: number): number {
 
 /** One thread of this process (a worker thread's own id is not exposed, so: the main thread). */
 export function threadCpuUs(pid: number, tid: number): number {
+  return threadStatCpuUs(`/proc/${pid}/task/${tid}/stat`);
+}
+
+/** The calling thread, a worker thread included: /proc resolves thread-self for whoever reads it. */
+export function currentThreadCpuUs(): number {
+  return threadStatCpuUs('/proc/thread-self/stat');
+}
+
+function threadStatCpuUs(path: string): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    const stat = readFileSync(path, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) * TICK_US;
   } catch {

@@ -1,11 +1,12 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { AgentFiles } from '../src/agents/agent-files.js';
 import { EdgeSim, type AckedMessage } from '../src/edge-sim/index.js';
+import { currentThreadCpuUs } from './cpu.js';
 
 /**
  * The ingest benchmark's load generator, on its own thread so the simulated agents do not share the
  * service's event loop. Reports every acknowledged message count and a sample of acknowledged messages with
- * the time their PUBACK arrived.
+ * the time their PUBACK arrived, and the CPU this thread has used.
  */
 interface Input {
   readonly agents: readonly AgentFiles[];
@@ -58,6 +59,8 @@ port.on('message', async (command: { kind: 'count' | 'sample' | 'stop'; on?: boo
       acked,
       backlog: sims.reduce((n, s) => n + s.stats().queued, 0),
       adopted: sims.map((s) => s.stats().adopted),
+      // This thread's CPU so far: the agents' own work, TLS included, which shares the machine's cores.
+      cpuUs: currentThreadCpuUs(),
     });
   }
   if (command.kind === 'stop') {

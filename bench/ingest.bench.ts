@@ -39,6 +39,8 @@ import {
  * - ingest.e2e.throughput: acknowledged messages/s over SECONDS after a warm-up, agent backlog at the end,
  *   and the share of each component's ceiling measured earlier in the same run (ingest.append.*,
  *   projector.*) that this rate uses.
+ * - ingest.e2e.load_generator: CPU of the simulated agents' thread over the same SECONDS (MQTT and TLS
+ *   included), per acknowledged message and as a share of one core: it runs on the service's cores.
  * - ingest.e2e.cpu_us_per_message: CPU of the service process tree and of the PostgreSQL backends serving
  *   its database, from /proc, from the first publish until the read models hold everything acknowledged,
  *   per acknowledged message (the load generator and this harness excluded).
@@ -156,7 +158,7 @@ async function ingestAt(offered: number, idleSeconds: number): Promise<boolean> 
     };
     const count = async () => {
       load.postMessage({ kind: 'count' });
-      return (await reply(load, 'count')) as { acked: number; backlog: number };
+      return (await reply(load, 'count')) as { acked: number; backlog: number; cpuUs: number };
     };
     // Each agent learns its devices' public ids when it reports online; then it publishes for them.
     await reply(load, 'ready');
@@ -193,6 +195,17 @@ async function ingestAt(offered: number, idleSeconds: number): Promise<boolean> 
       seconds: Math.round(seconds),
       agentBacklogAtEnd: end.backlog,
       ofCeiling: shareOfCeilings(messagesPerSecond),
+      ...context,
+    });
+    const generatorUs = end.cpuUs - start.cpuUs;
+    report({
+      figure: 'ingest.e2e.load_generator',
+      offeredMessagesPerSecond: offered,
+      microsecondsPerMessage: messages > 0 ? round(generatorUs / messages, 1) : null,
+      // Of one core: what the simulated agents took from the cores the service runs on.
+      shareOfCore: round(generatorUs / (seconds * 1e6), 2),
+      agentBacklogAtEnd: end.backlog,
+      seconds: Math.round(seconds),
       ...context,
     });
     report({
