@@ -1,3 +1,5 @@
+import { Lane } from './lane.js';
+
 /**
  * The agent's outbound QoS 1 queue, in memory. Two lanes: control messages (status, candidates, command
  * acknowledgements) always go before readings. Only `maxInflight` messages are handed to the MQTT client at
@@ -24,8 +26,8 @@ export interface OutboxStats {
 }
 
 export class Outbox {
-  readonly #control: OutboundMessage[] = [];
-  readonly #readings: OutboundMessage[] = [];
+  readonly #control = new Lane<OutboundMessage>();
+  readonly #readings = new Lane<OutboundMessage>();
   readonly #readingsLimit: number;
   readonly #maxInflight: number;
   readonly #publish: Publish;
