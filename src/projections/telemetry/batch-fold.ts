@@ -1,5 +1,5 @@
 import {
-  riseAlong,
+  resetAwareRise,
   UTC_BUCKET_MS,
   utcBucketStart,
   type LocalDay,
@@ -7,7 +7,11 @@ import {
 } from '../../domain/readings/index.js';
 import { ByDeviceCapability } from '../by-device-capability.js';
 
-/** One numeric reading of a batch, in order of application (`n`). */
+/**
+ * One numeric reading of a batch, in order of application (`n`). BatchFold.add keeps nothing of the object
+ * itself, so a caller may hand it the same object each time with new values (the projector does: an object
+ * per reading was a measurable share of its garbage).
+ */
 export interface FoldedReading {
   readonly deviceId: string;
   readonly capability: string;
@@ -47,13 +51,64 @@ export interface BucketFold {
   lastN: number;
   lastValue: number;
   increase: number | null;
-  /** A counter's readings, for its rise once sorted (they nearly always arrive sorted already). */
-  readings: FoldedReading[] | undefined;
 }
 
+/** 0, 1, 2: the stored resolutions 1m, 1h and 1d, in the order a series keeps its folds. */
+type Resolution = 0 | 1 | 2;
+
+/**
+ * One (device, capability) of a batch: per resolution the fold its latest reading went to and, once it has
+ * a second bucket, all its folds by start (a series of live ingest nearly always has one, so no map).
+ */
 interface Series {
-  readonly buckets: [Map<number, BucketFold>, Map<number, BucketFold>, Map<number, BucketFold>];
+  readonly latest: [BucketFold | undefined, BucketFold | undefined, BucketFold | undefined];
+  readonly byStart: [Map<number, BucketFold>?, Map<number, BucketFold>?, Map<number, BucketFold>?];
   day: LocalDay | undefined;
+  /** A counter's readings, for its increases. */
+  readonly counted: CounterReadings | undefined;
+}
+
+/**
+ * A counter series' readings in order of arrival, as columns, each with the folds it went to (three per
+ * reading: minute, hour, day). A bucket's increase is the rise between its neighbouring readings in filing
+ * order; a bucket is a span of time, so its readings are neighbours in the series' filing order too, and
+ * one walk over that order gives every bucket's increase. The order is arrival order unless a reading
+ * arrived late, which `sorted` notes.
+ */
+class CounterReadings {
+  readonly ms: number[] = [];
+  readonly n: number[] = [];
+  readonly values: number[] = [];
+  readonly folds: BucketFold[] = [];
+  sorted = true;
+
+  push(ms: number, n: number, value: number, minute: BucketFold, hour: BucketFold, day: BucketFold): void {
+    const last = this.ms.length - 1;
+    // n rises with arrival, so only an earlier filing time breaks the order.
+    if (last >= 0 && ms < this.ms[last]!) this.sorted = false;
+    this.ms.push(ms);
+    this.n.push(n);
+    this.values.push(value);
+    this.folds.push(minute, hour, day);
+  }
+
+  /** Adds each rise between neighbours in filing order to the folds both went to. */
+  addIncreases(): void {
+    const order = this.sorted ? undefined : this.#filingOrder();
+    for (let j = 1; j < this.values.length; j++) {
+      const previous = order ? order[j - 1]! : j - 1;
+      const current = order ? order[j]! : j;
+      const rise = resetAwareRise(this.values[previous]!, this.values[current]!);
+      for (let k = 0; k < 3; k++) {
+        const fold = this.folds[3 * current + k]!;
+        if (fold === this.folds[3 * previous + k]) fold.increase! += rise;
+      }
+    }
+  }
+
+  #filingOrder(): number[] {
+    return this.ms.map((_, i) => i).sort((a, b) => this.ms[a]! - this.ms[b]! || this.n[a]! - this.n[b]!);
+  }
 }
 
 const before = (ms: number, n: number, thanMs: number, thanN: number) =>
@@ -65,80 +120,100 @@ const before = (ms: number, n: number, thanMs: number, thanN: number) =>
  * hour's and day's when they hold the same readings (`start1h`, `start1d`). `dayOf` gives the local day of
  * an instant in a zone (remembered per series, as a device's readings mostly share a day).
  */
-export function foldBatch(
-  readings: readonly FoldedReading[],
-  dayOf: (ms: number, zone: string) => LocalDay,
-): BucketFold[] {
-  const series = new ByDeviceCapability<Series>();
-  const result: BucketFold[] = [];
-  for (const r of readings) {
-    const ofDevice = series.of(r.deviceId);
+export class BatchFold {
+  readonly #series = new ByDeviceCapability<Series>();
+  readonly #folds: BucketFold[] = [];
+  readonly #dayOf: (ms: number, zone: string) => LocalDay;
+
+  constructor(dayOf: (ms: number, zone: string) => LocalDay) {
+    this.#dayOf = dayOf;
+  }
+
+  /** Folds one reading in; readings come in order of application. */
+  add(r: FoldedReading): void {
+    const ofDevice = this.#series.of(r.deviceId);
     let s = ofDevice.get(r.capability);
     if (!s) {
-      s = { buckets: [new Map(), new Map(), new Map()], day: undefined };
+      s = {
+        latest: [undefined, undefined, undefined],
+        byStart: [],
+        day: undefined,
+        counted: r.counter ? new CounterReadings() : undefined,
+      };
       ofDevice.set(r.capability, s);
     }
-    if (!s.day || r.filedMs < s.day.start || r.filedMs >= s.day.end) s.day = dayOf(r.filedMs, r.zone);
-    add(s.buckets[0], '1m', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1m']), r, result);
-    add(s.buckets[1], '1h', utcBucketStart(r.filedMs, UTC_BUCKET_MS['1h']), r, result);
-    add(s.buckets[2], '1d', s.day.start, r, result);
+    if (!s.day || r.filedMs < s.day.start || r.filedMs >= s.day.end) s.day = this.#dayOf(r.filedMs, r.zone);
+    const minute = this.#foldInto(s, 0, utcBucketStart(r.filedMs, UTC_BUCKET_MS['1m']), r);
+    const hour = this.#foldInto(s, 1, utcBucketStart(r.filedMs, UTC_BUCKET_MS['1h']), r);
+    const day = this.#foldInto(s, 2, s.day.start, r);
+    s.counted?.push(r.filedMs, r.n, r.number, minute, hour, day);
   }
-  const sharedHoursAndDays = new Set<BucketFold>();
-  for (const { buckets } of series.values()) {
-    if (buckets[0].size !== 1 || buckets[1].size !== 1 || buckets[2].size !== 1) continue;
-    const [minute, hour, day] = buckets.map((b) => b.values().next().value!) as [
-      BucketFold,
-      BucketFold,
-      BucketFold,
-    ];
-    minute.start1h = hour.start1h;
-    minute.start1d = day.start1d;
-    sharedHoursAndDays.add(hour).add(day);
+
+  /** The folds to store, once every reading is in. */
+  folds(): BucketFold[] {
+    const sharedHoursAndDays = new Set<BucketFold>();
+    for (const s of this.#series.values()) {
+      s.counted?.addIncreases();
+      // One fold in each resolution: they hold the same readings.
+      if (s.byStart[0] || s.byStart[1] || s.byStart[2]) continue;
+      const [minute, hour, day] = s.latest as [BucketFold, BucketFold, BucketFold];
+      minute.start1h = hour.start1h;
+      minute.start1d = day.start1d;
+      sharedHoursAndDays.add(hour).add(day);
+    }
+    return sharedHoursAndDays.size === 0
+      ? this.#folds
+      : this.#folds.filter((fold) => !sharedHoursAndDays.has(fold));
   }
-  const folds =
-    sharedHoursAndDays.size === 0 ? result : result.filter((fold) => !sharedHoursAndDays.has(fold));
-  for (const fold of folds) {
-    if (!fold.readings) continue;
-    fold.increase = riseAlong(
-      fold.readings.sort((a, b) => a.filedMs - b.filedMs || a.n - b.n).map((r) => r.number),
-    );
-    fold.readings = undefined;
+
+  #foldInto(s: Series, resolution: Resolution, startMs: number, r: FoldedReading): BucketFold {
+    const latest = s.latest[resolution];
+    let fold = latest && startOf(latest, resolution) === startMs ? latest : undefined;
+    if (!fold && latest) {
+      let byStart = s.byStart[resolution];
+      if (!byStart) {
+        byStart = new Map([[startOf(latest, resolution), latest]]);
+        s.byStart[resolution] = byStart;
+      }
+      fold = byStart.get(startMs);
+    }
+    if (fold) merge(fold, r);
+    else {
+      fold = created(resolution, startMs, r);
+      s.byStart[resolution]?.set(startMs, fold);
+      this.#folds.push(fold);
+    }
+    s.latest[resolution] = fold;
+    return fold;
   }
-  return folds;
 }
 
-function add(
-  buckets: Map<number, BucketFold>,
-  resolution: StoredResolution,
-  startMs: number,
-  r: FoldedReading,
-  result: BucketFold[],
-): void {
-  const fold = buckets.get(startMs);
-  if (!fold) {
-    const created: BucketFold = {
-      start1m: resolution === '1m' ? startMs : null,
-      start1h: resolution === '1h' ? startMs : null,
-      start1d: resolution === '1d' ? startMs : null,
-      deviceId: r.deviceId,
-      capability: r.capability,
-      samples: 1,
-      sum: r.number,
-      min: r.number,
-      max: r.number,
-      firstMs: r.filedMs,
-      firstN: r.n,
-      firstValue: r.number,
-      lastMs: r.filedMs,
-      lastN: r.n,
-      lastValue: r.number,
-      increase: null,
-      readings: r.counter ? [r] : undefined,
-    };
-    buckets.set(startMs, created);
-    result.push(created);
-    return;
-  }
+function startOf(fold: BucketFold, resolution: Resolution): number {
+  return (resolution === 0 ? fold.start1m : resolution === 1 ? fold.start1h : fold.start1d)!;
+}
+
+function created(resolution: Resolution, startMs: number, r: FoldedReading): BucketFold {
+  return {
+    start1m: resolution === 0 ? startMs : null,
+    start1h: resolution === 1 ? startMs : null,
+    start1d: resolution === 2 ? startMs : null,
+    deviceId: r.deviceId,
+    capability: r.capability,
+    samples: 1,
+    sum: r.number,
+    min: r.number,
+    max: r.number,
+    firstMs: r.filedMs,
+    firstN: r.n,
+    firstValue: r.number,
+    lastMs: r.filedMs,
+    lastN: r.n,
+    lastValue: r.number,
+    increase: r.counter ? 0 : null,
+  };
+}
+
+function merge(fold: BucketFold, r: FoldedReading): void {
   fold.samples += 1;
   fold.sum += r.number;
   if (r.number < fold.min) fold.min = r.number;
@@ -148,7 +223,6 @@ function add(
     fold.firstN = r.n;
     fold.firstValue = r.number;
   }
-  fold.readings?.push(r);
   if (!before(r.filedMs, r.n, fold.lastMs, fold.lastN)) {
     fold.lastMs = r.filedMs;
     fold.lastN = r.n;

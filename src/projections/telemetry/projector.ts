@@ -26,7 +26,7 @@ import type { Projector } from '../projector.js';
 import { PreparedWork } from '../prepared-work.js';
 import { RepeatedTimes } from '../repeated-times.js';
 import { LocalDays } from './local-days.js';
-import { foldBatch, startIn, type FoldedReading } from './batch-fold.js';
+import { BatchFold, startIn } from './batch-fold.js';
 import { PARTITIONED_TABLES, ensurePartitions, partitionsFor } from './time-partitions.js';
 import { APPLIED_POSITION, INSERT_SITE_ZONES, RECOMPUTE_INCREASE, RECORD_BATCH, SITE_ZONES } from './sql.js';
 
@@ -91,7 +91,7 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
         await loadZones(messages, db, zones);
         work = batchWork(messages, zones, days);
       }
-      const { numeric, partitions, parameters } = work;
+      const { zoneOfDevice, partitions, parameters } = work;
       await ensurePartitions(db, partitions);
       const { rows } = await db.query<{
         resolution: StoredResolution;
@@ -101,7 +101,6 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
       }>(bind(RECORD_BATCH, [...parameters, fresh.at(-1)!.position, COUNTER_KEYS, name]));
       if (rows.length === 0) return;
       // A late reading landed inside a counter bucket: rebuild its increase from the raw readings.
-      const zoneOfDevice = new Map(numeric.map((r) => [r.deviceId, r.zone]));
       for (const resolution of ['1m', '1h', '1d'] as const) {
         const stale = rows.filter((r) => r.resolution === resolution);
         if (stale.length === 0) continue;
@@ -128,8 +127,9 @@ type BatchWork = ReturnType<typeof batchWork>;
  * Made while the batch before is applied, when the batch was read ahead.
  */
 function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>, days: LocalDays) {
-  const { numeric, instants: raw } = batchColumns(messages, zones);
-  const buckets = foldBatch(numeric, (ms, zone) => days.of(ms, zone));
+  const fold = new BatchFold((ms, zone) => days.of(ms, zone));
+  const { instants: raw, zoneOfDevice } = batchColumns(messages, zones, fold);
+  const buckets = fold.folds();
   const partitions = [
     ...partitionsFor(PARTITIONED_TABLES.raw, raw.filedMs),
     ...(['1m', '1h', '1d'] as const).flatMap((resolution) =>
@@ -162,7 +162,7 @@ function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string
     float8Array(buckets.map((b) => b.lastValue)),
     float8Array(buckets.map((b) => b.increase)),
   ];
-  return { numeric, partitions, parameters };
+  return { zoneOfDevice, partitions, parameters };
 }
 
 async function recordSites(events: readonly RecordedEvent[], db: PoolClient, zones: Map<string, string>) {
@@ -190,63 +190,71 @@ async function loadZones(messages: readonly RecordedEvent[], db: PoolClient, zon
 }
 
 /**
- * In one pass over the batch: its numeric readings in order of application (`n` counts every reading, text
- * too), to be folded into buckets, and the rows they make in telemetry_raw (RawColumns): one row per
- * instant of a message (its neighbouring readings with the same filing time and device time, in message
- * order). Text, and keys retired from the catalogue, are kept raw only: they have no buckets.
+ * In one pass over the batch: its numeric readings folded into `fold` in order of application (`n` counts
+ * every reading, text too), the rows they make in telemetry_raw (RawColumns): one row per instant of a
+ * message (its neighbouring readings with the same filing time and device time, in message order), and
+ * the zone each device's days follow. Text, and keys retired from the catalogue, are kept raw only: they
+ * have no buckets.
  */
-function batchColumns(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>) {
-  const numeric: FoldedReading[] = [];
+function batchColumns(
+  messages: readonly RecordedEvent[],
+  zones: ReadonlyMap<string, string>,
+  fold: BatchFold,
+) {
   const instants = new RawColumns();
+  const zoneOfDevice = new Map<string, string>();
   const deviceTimes = new RepeatedTimes();
+  // One object handed to the fold for every reading: it keeps nothing of it (batch-fold.ts).
+  const numeric = { deviceId: '', capability: '', filedMs: 0, n: 0, number: 0, counter: false, zone: '' };
   let n = 0;
   for (const event of messages) {
     const data = event.data as ReadingsRecordedData;
     const serverMs = Date.parse(data.receivedAt);
     const zone = (data.siteId !== undefined && zones.get(data.siteId)) || FALLBACK_ZONE;
+    if (zoneOfDevice.get(data.deviceId) !== zone) zoneOfDevice.set(data.deviceId, zone);
+    const { readings } = data;
     // Only neighbours share a row: readings of two rows filed at the same time (no device time, and an
     // implausible one) then still come back in message order, which is what ties are broken by.
-    let instant: Instant | undefined;
-    for (const reading of data.readings) {
+    let first = 0;
+    let instantMs = 0;
+    let instantDeviceTime: string | null = null;
+    for (let i = 0; i < readings.length; i++) {
+      const reading = readings[i]!;
       const filedMs = filedAt(serverMs, deviceTimes.ms(reading.deviceTime));
       const capability = findCapability(reading.capability);
       if (typeof reading.value !== 'string' && capability !== undefined) {
-        numeric.push({
-          deviceId: data.deviceId,
-          capability: capability.key,
-          filedMs,
-          n,
-          number: Number(reading.value),
-          counter: isCounter(capability),
-          zone,
-        });
+        numeric.deviceId = data.deviceId;
+        numeric.capability = capability.key;
+        numeric.filedMs = filedMs;
+        numeric.n = n;
+        numeric.number = Number(reading.value);
+        numeric.counter = isCounter(capability);
+        numeric.zone = zone;
+        fold.add(numeric);
       }
       n += 1;
       const deviceTime = reading.deviceTime ?? null;
-      if (instant?.filedMs !== filedMs || instant.deviceTime !== deviceTime) {
-        if (instant) instants.add(event.id, data, instant);
-        instant = { filedMs, deviceTime, capabilities: [], values: [] };
+      if (i > first && (filedMs !== instantMs || deviceTime !== instantDeviceTime)) {
+        instants.add(event.id, data, first, i, instantMs, instantDeviceTime);
+        first = i;
       }
-      instant.capabilities.push(reading.capability);
-      instant.values.push(reading.value);
+      if (i === first) {
+        instantMs = filedMs;
+        instantDeviceTime = deviceTime;
+      }
     }
-    if (instant) instants.add(event.id, data, instant);
+    if (readings.length > 0)
+      instants.add(event.id, data, first, readings.length, instantMs, instantDeviceTime);
   }
-  return { numeric, instants };
-}
-
-interface Instant {
-  readonly filedMs: number;
-  readonly deviceTime: string | null;
-  readonly capabilities: string[];
-  readonly values: unknown[];
+  return { instants, zoneOfDevice };
 }
 
 /**
- * A batch's rows of telemetry_raw as its columns. An instant's capabilities go as the text of a PostgreSQL
- * array, its values as the text of a JSON array. A method rather than a closure made per message: the
- * service runs through tsx, whose esbuild gives every named function it makes a name property, and that
- * defineProperty per message was 2 % of the replay's samples.
+ * A batch's rows of telemetry_raw as its columns. An instant (readings `from` to `to` of a message) goes
+ * as the text of a PostgreSQL array of its capabilities and the text of a JSON array of its values. A
+ * method rather than a closure made per message: the service runs through tsx, whose esbuild gives every
+ * named function it makes a name property, and that defineProperty per message was 2 % of the replay's
+ * samples.
  */
 class RawColumns {
   readonly deviceIds: string[] = [];
@@ -257,24 +265,38 @@ class RawColumns {
   readonly capabilities: string[] = [];
   readonly values: string[] = [];
   // Messages of one batch nearly always repeat their capabilities: their text is written once while it repeats.
-  #lastCapabilities: readonly string[] = [];
+  #lastCapabilities: string[] = [];
   #lastCapabilityText = '{}';
+  // Reused for every instant's values: only their JSON text is kept.
+  readonly #instantValues: unknown[] = [];
 
-  add(eventId: string, data: ReadingsRecordedData, instant: Instant): void {
+  add(
+    eventId: string,
+    data: ReadingsRecordedData,
+    from: number,
+    to: number,
+    filedMs: number,
+    deviceTime: string | null,
+  ): void {
     this.deviceIds.push(data.deviceId);
-    this.filedMs.push(instant.filedMs);
+    this.filedMs.push(filedMs);
     this.eventIds.push(eventId);
-    this.deviceTimes.push(instant.deviceTime);
+    this.deviceTimes.push(deviceTime);
     this.serverTimes.push(data.receivedAt);
-    this.capabilities.push(this.#capabilityText(instant.capabilities));
-    this.values.push(JSON.stringify(instant.values));
+    this.capabilities.push(this.#capabilityText(data.readings, from, to));
+    const values = this.#instantValues;
+    values.length = 0;
+    for (let i = from; i < to; i++) values.push(data.readings[i]!.value);
+    this.values.push(JSON.stringify(values));
   }
 
-  #capabilityText(keys: readonly string[]): string {
+  #capabilityText(readings: ReadingsRecordedData['readings'], from: number, to: number): string {
     const last = this.#lastCapabilities;
-    if (keys.length !== last.length || !keys.every((k, i) => k === last[i])) {
-      this.#lastCapabilities = keys;
-      this.#lastCapabilityText = arrayLiteral(keys)!;
+    let same = to - from === last.length;
+    for (let i = from; same && i < to; i++) same = readings[i]!.capability === last[i - from];
+    if (!same) {
+      this.#lastCapabilities = readings.slice(from, to).map((r) => r.capability);
+      this.#lastCapabilityText = arrayLiteral(this.#lastCapabilities)!;
     }
     return this.#lastCapabilityText;
   }
