@@ -309,6 +309,24 @@ describe('state and telemetry projections', () => {
     ).to.deep.equal([[22, '2026-06-01T08:00:00.000Z', '2026-06-01T10:05:00.000Z']]);
   });
 
+  it('keeps the latest state by server time within one batch: a reading between two others does not win back', async () => {
+    const state = stateProjector();
+    const temperature = (receivedAt: string, value: number) => ({
+      deviceId: DEVICE,
+      receivedAt,
+      readings: [{ capability: 'environment.temperature', value }],
+    });
+    // One batch, in global order: 10:00, then 10:05 (wins), then 10:02 (stamped by a slower clock: loses).
+    await recordReadings(store, temperature('2026-06-01T10:00:00.000Z', 20));
+    await recordReadings(store, temperature('2026-06-01T10:05:00.000Z', 25));
+    await recordReadings(store, temperature('2026-06-01T10:02:00.000Z', 22));
+    await catchUpProjector(db.pool, store, state);
+    const read = await readDeviceState(db.pool, DEVICE);
+    expect(read.entries.map((e) => [e.value, e.serverTime.toISOString()])).to.deep.equal([
+      [25, '2026-06-01T10:05:00.000Z'],
+    ]);
+  });
+
   it("keeps a device clock's time as sent, to the microsecond and whatever year it claims", async () => {
     // Events written otherwise than by the ingestor (which writes milliseconds) may carry microseconds, and
     // a device's clock may be centuries off, even in year 0 (ISO 8601's 1 BC, which PostgreSQL's text input

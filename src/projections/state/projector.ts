@@ -13,17 +13,21 @@ import { RECORD_STATE } from './sql.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 
-/** Order of candidates for one (device, capability): server time, then global order, then the device's time. */
+/**
+ * The latest reading of a batch for one (device, capability). Candidates are ordered by server time, then
+ * global order, then the device's time; a later one is written over the one it beats rather than made
+ * anew, as in a replay nearly every reading beats the one before.
+ */
 interface Latest {
   readonly deviceId: string;
   readonly capability: string;
-  readonly value: unknown;
+  value: unknown;
   readonly unit: string;
-  readonly deviceTime: string | null;
-  readonly serverTime: string;
-  readonly serverMs: number;
-  readonly eventIndex: number;
-  readonly filedMs: number;
+  deviceTime: string | null;
+  serverTime: string;
+  serverMs: number;
+  eventIndex: number;
+  filedMs: number;
 }
 
 interface Presence {
@@ -103,19 +107,28 @@ function collectReadings(
     // A key retired from the catalogue has no unit to render; its old readings are left out of the state.
     const capability = findCapability(reading.capability);
     if (!capability) continue;
-    const candidate: Latest = {
-      deviceId: data.deviceId,
-      capability: capability.key,
-      value: reading.value,
-      unit: capability.unit,
-      deviceTime: reading.deviceTime ?? null,
-      serverTime: data.receivedAt,
-      serverMs,
-      eventIndex,
-      filedMs: filedAt(serverMs, deviceTimes.ms(reading.deviceTime)),
-    };
+    const filedMs = filedAt(serverMs, deviceTimes.ms(reading.deviceTime));
     const current = ofDevice.get(capability.key);
-    if (!current || isLater(candidate, current)) ofDevice.set(capability.key, candidate);
+    if (!current) {
+      ofDevice.set(capability.key, {
+        deviceId: data.deviceId,
+        capability: capability.key,
+        value: reading.value,
+        unit: capability.unit,
+        deviceTime: reading.deviceTime ?? null,
+        serverTime: data.receivedAt,
+        serverMs,
+        eventIndex,
+        filedMs,
+      });
+    } else if (isLater(serverMs, eventIndex, filedMs, current)) {
+      current.value = reading.value;
+      current.deviceTime = reading.deviceTime ?? null;
+      current.serverTime = data.receivedAt;
+      current.serverMs = serverMs;
+      current.eventIndex = eventIndex;
+      current.filedMs = filedMs;
+    }
   }
   const p = presenceOf(presence, data.deviceId);
   p.lastSeenMs = Math.max(p.lastSeenMs ?? serverMs, serverMs);
@@ -123,10 +136,10 @@ function collectReadings(
 
 // Readings come in global order, so on equal server times a later event wins; within one message the
 // reading with the later device time wins, and on a tie the one later in the message.
-function isLater(candidate: Latest, current: Latest): boolean {
-  if (candidate.serverMs !== current.serverMs) return candidate.serverMs > current.serverMs;
-  if (candidate.eventIndex !== current.eventIndex) return true;
-  return candidate.filedMs >= current.filedMs;
+function isLater(serverMs: number, eventIndex: number, filedMs: number, current: Latest): boolean {
+  if (serverMs !== current.serverMs) return serverMs > current.serverMs;
+  if (eventIndex !== current.eventIndex) return true;
+  return filedMs >= current.filedMs;
 }
 
 function collectConnectivity(event: RecordedEvent, presence: Map<string, Presence>) {
