@@ -50,6 +50,12 @@ export interface Projector {
    * "Live batches and the WAL flush").
    */
   readonly asynchronousCommit?: boolean;
+  /**
+   * Brings the read model to the one form that every batching of the same events gives (telemetry: the
+   * minutes still pending rolled up into their hours and days), without changing what a reader sees. For
+   * checks that compare read models table by table; the runner never calls it.
+   */
+  settle?(db: PoolClient): Promise<void>;
   /** Set on one partition of a partitioned projector (partitions.ts); absent on a whole projector. */
   readonly partition?: Partition;
 }

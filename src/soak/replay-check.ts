@@ -1,7 +1,7 @@
 import type { EventStore } from '../eventstore/port.js';
-import type { Pool } from '../infra/postgres/pool.js';
+import { inTransaction, type Pool } from '../infra/postgres/pool.js';
 import type { Projector } from '../projections/projector.js';
-import { replayIntoSchema, tableContents } from '../projections/replay.js';
+import { inSchema, replayIntoSchema, tableContents } from '../projections/replay.js';
 
 /** Columns that number attempts rather than content: identity values consumed by rolled-back batches. */
 const ATTEMPT_COLUMNS: Readonly<Record<string, readonly string[]>> = { telemetry_raw: ['applied'] };
@@ -38,6 +38,11 @@ export async function compareWithReplay(
     const schema = `replay_${projector.name.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}`;
     await replayIntoSchema(pool, store, projector, schema, { batchSize: options.batchSize ?? 2000 });
     try {
+      // Batches of other sizes leave other work pending (telemetry's minutes): compare the settled forms.
+      if (projector.settle) {
+        await inTransaction(pool, (client) => projector.settle!(client));
+        await inSchema(pool, schema, (client) => projector.settle!(client));
+      }
       for (const table of projector.tables.filter((t) => !PROGRESS_TABLES.has(t))) {
         const exclude = ATTEMPT_COLUMNS[table] ?? [];
         const live = comparable(await tableContents(pool, 'public', table, exclude));

@@ -452,12 +452,15 @@ describe('state and telemetry projections', () => {
     expect(report.created).to.equal(6);
     const count = async (table: string) =>
       (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
+    // The newest minute is still pending (its device reported nothing after it): its hour and day rows are
+    // not written yet, and readers merge it in.
     expect([
       await count('telemetry_raw'),
       await count('telemetry_1m'),
       await count('telemetry_1h'),
       await count('telemetry_1d'),
-    ]).to.deep.equal([2, 2, 3, 3]);
+      await count('telemetry_pending'),
+    ]).to.deep.equal([2, 2, 2, 2, 1]);
     expect(await attachedPartitions(db.pool, 'telemetry_raw')).to.deep.equal([
       'telemetry_raw_20260523',
       'telemetry_raw_20260601',
@@ -476,6 +479,39 @@ describe('state and telemetry projections', () => {
     });
     expect(second.dropped).to.include.members(['telemetry_raw_20260101', 'telemetry_raw_20260501']);
     expect(await count('telemetry_raw')).to.equal(4);
+  });
+
+  it('retention rolls up the pending minutes of a silent device before it drops their partition', async () => {
+    await recordReadings(
+      store,
+      produced('2026-05-01T10:00:30.000Z', 2),
+      produced('2026-05-01T10:01:10.000Z', 3),
+    );
+    await catchUpProjector(db.pool, store, telemetryProjector());
+    const hours = () =>
+      readBuckets(db.pool, {
+        deviceId: DEVICE,
+        capabilities: ['energy.produced_today'],
+        resolution: '1h',
+        from: new Date('2026-05-01T00:00:00Z'),
+        to: new Date('2026-05-02T00:00:00Z'),
+      });
+    const count = async (table: string) =>
+      (await db.pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n;
+    // Both minutes pending, nothing stored of their hour: what a reader sees comes from the minutes.
+    expect([await count('telemetry_pending'), await count('telemetry_1h')]).to.deep.equal([2, 0]);
+    const read = await hours();
+    expect(read.map((b) => [b.samples, b.first, b.last, b.increase])).to.deep.equal([[2, 2, 3, 1]]);
+
+    const report = await applyTelemetryRetention(db.pool, {
+      now: Date.parse('2026-06-02T12:00:00Z'),
+      retention: { rawDays: 10, minuteDays: 10, hourDays: 60, dayDays: 100 },
+    });
+    expect(report.failed).to.deep.equal([]);
+    expect(report.dropped).to.include('telemetry_1m_20260501');
+    expect([await count('telemetry_1m'), await count('telemetry_pending')]).to.deep.equal([0, 0]);
+    expect(await count('telemetry_1h'), 'the hour rolled up before its minutes went').to.equal(1);
+    expect(await hours()).to.deep.equal(read);
   });
 
   it('retention finishes a drop whose detach was interrupted, and drops a detached table left behind', async () => {

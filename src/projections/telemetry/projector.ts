@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { CAPABILITIES, findCapability } from '../../domain/catalogue/index.js';
+import { findCapability } from '../../domain/catalogue/index.js';
 import {
   UTC_BUCKET_MS,
   filedAt,
   isCounter,
+  utcBucketStart,
   type ReadingsRecordedData,
-  type StoredResolution,
 } from '../../domain/readings/index.js';
 import type { SiteEvent } from '../../domain/sites/index.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
@@ -26,16 +26,21 @@ import type { Projector } from '../projector.js';
 import { PreparedWork } from '../prepared-work.js';
 import { RepeatedTimes } from '../repeated-times.js';
 import { LocalDays } from './local-days.js';
-import { BatchFold, startIn } from './batch-fold.js';
+import { BatchFold } from './batch-fold.js';
+import { COUNTER_KEYS, recomputeIncreases, rollUpMinutes, type StaleCounter } from './roll-up.js';
 import { PARTITIONED_TABLES, ensurePartitions, partitionsFor } from './time-partitions.js';
-import { APPLIED_POSITION, INSERT_SITE_ZONES, RECOMPUTE_INCREASE, RECORD_BATCH, SITE_ZONES } from './sql.js';
+import { APPLIED_POSITION, INSERT_SITE_ZONES, RECORD_BATCH, SITE_ZONES } from './sql.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 
 /** A reading without a known site (or whose site this projector never saw) is bucketed by UTC days. */
 const FALLBACK_ZONE = 'UTC';
 
-const COUNTER_KEYS = CAPABILITIES.filter(isCounter).map((c) => c.key);
+/**
+ * How far behind its batch's newest server time a minute is rolled up into its hour and day: readings of
+ * the minute before still arriving take the cheap path (their minute is still pending).
+ */
+const ROLL_UP_LAG_MS = UTC_BUCKET_MS['1m'];
 
 export const TELEMETRY_PROJECTOR_NAME = 'telemetry';
 
@@ -70,6 +75,7 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
       'telemetry_1m',
       'telemetry_1h',
       'telemetry_1d',
+      'telemetry_pending',
       'telemetry_site_zones',
       'telemetry_applied',
     ],
@@ -79,10 +85,14 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
       const ready = events.every((e) => e.type === 'ReadingsRecorded' && unknownSite(e, zones) === undefined);
       return ready ? new PreparedWork(events, batchWork(events, zones, days)) : undefined;
     },
+    settle: (db) => rollUpMinutes(db, { before: Number.MAX_SAFE_INTEGER }),
     async apply(events, db, prepared) {
-      const applied = (await db.query<{ position: string }>(bind(APPLIED_POSITION, [name]))).rows[0]
-        ?.position;
-      const fresh = applied === undefined ? events : events.filter((e) => e.position > applied);
+      const { position: applied, rolled_before: rolledBefore } = (
+        await db.query<{ position: string | null; rolled_before: number | null }>(
+          bind(APPLIED_POSITION, [name]),
+        )
+      ).rows[0]!;
+      const fresh = applied === null ? events : events.filter((e) => e.position > applied);
       if (fresh.length === 0) return;
       let work = PreparedWork.for<BatchWork>(prepared, fresh);
       if (!work) {
@@ -91,30 +101,18 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
         await loadZones(messages, db, zones);
         work = batchWork(messages, zones, days);
       }
-      const { zoneOfDevice, partitions, parameters } = work;
+      const { partitions, parameters, devices } = work;
+      // Never back: a device's minutes before a cutoff once used are rolled up, or go to their hour and day
+      // as they come, so what is stored of an hour or a day always precedes its pending minutes.
+      const cutoff = Math.max(work.cutoff, rolledBefore ?? 0);
       await ensurePartitions(db, partitions);
-      const { rows } = await db.query<{
-        resolution: StoredResolution;
-        device_id: string;
-        capability: string;
-        start_ms: number;
-      }>(bind(RECORD_BATCH, [...parameters, fresh.at(-1)!.position, COUNTER_KEYS, name]));
-      if (rows.length === 0) return;
-      // A late reading landed inside a counter bucket: rebuild its increase from the raw readings.
-      for (const resolution of ['1m', '1h', '1d'] as const) {
-        const stale = rows.filter((r) => r.resolution === resolution);
-        if (stale.length === 0) continue;
-        const end = (r: (typeof stale)[number]) =>
-          resolution === '1d'
-            ? days.of(r.start_ms, zoneOfDevice.get(r.device_id) ?? FALLBACK_ZONE).end
-            : r.start_ms + UTC_BUCKET_MS[resolution];
-        await db.query(RECOMPUTE_INCREASE[resolution], [
-          stale.map((r) => r.device_id),
-          stale.map((r) => r.capability),
-          stale.map((r) => new Date(r.start_ms).toISOString()),
-          stale.map((r) => new Date(end(r)).toISOString()),
-        ]);
-      }
+      // First, so that no minute of these devices before the cutoff is still pending when the batch's
+      // readings of such a minute go to its hour and day.
+      if (devices.length > 0) await rollUpMinutes(db, { devices, before: cutoff });
+      const { rows } = await db.query<StaleCounter>(
+        bind(RECORD_BATCH, [...parameters, fresh.at(-1)!.position, COUNTER_KEYS, name, cutoff]),
+      );
+      await recomputeIncreases(db, rows, cutoff);
     },
   };
 }
@@ -122,21 +120,31 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
 type BatchWork = ReturnType<typeof batchWork>;
 
 /**
- * What a batch of readings messages becomes before it is stored: its folded readings, the time partitions
- * its rows go to, and RECORD_BATCH's parameters $1-$21 (raw columns, then one row per fold) in binary.
- * Made while the batch before is applied, when the batch was read ahead.
+ * What a batch of readings messages becomes before it is stored: the time partitions its rows go to,
+ * RECORD_BATCH's parameters $1-$21 (raw columns, then one row per minute fold) in binary, its devices, and
+ * its rollup cutoff: the minute before the one its newest server time is in. Made while the batch before
+ * is applied, when the batch was read ahead.
  */
 function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>, days: LocalDays) {
   const fold = new BatchFold((ms, zone) => days.of(ms, zone));
-  const { instants: raw, zoneOfDevice } = batchColumns(messages, zones, fold);
-  const buckets = fold.folds();
+  const { instants: raw, zoneOfDevice, newestServerMs } = batchColumns(messages, zones, fold);
+  // A minute's fold holds all of the batch's readings of its minute: hours and days are made of minutes,
+  // a pending one's when it is rolled up (ROLL_UP_MINUTES), a closed one's at once (RECORD_BATCH).
+  const minutes = fold.folds().filter((b) => b.start1m !== null);
+  const dayOf = minutes.map((b) => days.of(b.start1m!, zoneOfDevice.get(b.deviceId) ?? FALLBACK_ZONE));
   const partitions = [
     ...partitionsFor(PARTITIONED_TABLES.raw, raw.filedMs),
-    ...(['1m', '1h', '1d'] as const).flatMap((resolution) =>
-      partitionsFor(
-        PARTITIONED_TABLES[resolution],
-        buckets.flatMap((b) => startIn(b, resolution) ?? []),
-      ),
+    ...partitionsFor(
+      PARTITIONED_TABLES['1m'],
+      minutes.map((b) => b.start1m!),
+    ),
+    ...partitionsFor(
+      PARTITIONED_TABLES['1h'],
+      minutes.map((b) => utcBucketStart(b.start1m!, UTC_BUCKET_MS['1h'])),
+    ),
+    ...partitionsFor(
+      PARTITIONED_TABLES['1d'],
+      dayOf.map((d) => d.start),
     ),
   ];
   const parameters = [
@@ -147,22 +155,25 @@ function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string
     timestamptzArray(raw.serverTimes),
     textArray(raw.capabilities),
     jsonbArray(raw.values),
-    textArray(buckets.map((b) => b.deviceId)),
-    textArray(buckets.map((b) => b.capability)),
-    int8Array(buckets.map((b) => b.start1m)),
-    int8Array(buckets.map((b) => b.start1h)),
-    int8Array(buckets.map((b) => b.start1d)),
-    int4Array(buckets.map((b) => b.samples)),
-    float8Array(buckets.map((b) => b.sum)),
-    float8Array(buckets.map((b) => b.min)),
-    float8Array(buckets.map((b) => b.max)),
-    int8Array(buckets.map((b) => b.firstMs)),
-    float8Array(buckets.map((b) => b.firstValue)),
-    int8Array(buckets.map((b) => b.lastMs)),
-    float8Array(buckets.map((b) => b.lastValue)),
-    float8Array(buckets.map((b) => b.increase)),
+    textArray(minutes.map((b) => b.deviceId)),
+    textArray(minutes.map((b) => b.capability)),
+    int8Array(minutes.map((b) => b.start1m!)),
+    int8Array(dayOf.map((d) => d.start)),
+    int8Array(dayOf.map((d) => d.end)),
+    int4Array(minutes.map((b) => b.samples)),
+    float8Array(minutes.map((b) => b.sum)),
+    float8Array(minutes.map((b) => b.min)),
+    float8Array(minutes.map((b) => b.max)),
+    int8Array(minutes.map((b) => b.firstMs)),
+    float8Array(minutes.map((b) => b.firstValue)),
+    int8Array(minutes.map((b) => b.lastMs)),
+    float8Array(minutes.map((b) => b.lastValue)),
+    float8Array(minutes.map((b) => b.increase)),
   ];
-  return { zoneOfDevice, partitions, parameters };
+  // A batch of sites alone moves no cutoff.
+  const cutoff =
+    messages.length > 0 ? utcBucketStart(newestServerMs, UTC_BUCKET_MS['1m']) - ROLL_UP_LAG_MS : 0;
+  return { partitions, parameters, devices: [...zoneOfDevice.keys()], cutoff };
 }
 
 async function recordSites(events: readonly RecordedEvent[], db: PoolClient, zones: Map<string, string>) {
@@ -204,12 +215,14 @@ function batchColumns(
   const instants = new RawColumns();
   const zoneOfDevice = new Map<string, string>();
   const deviceTimes = new RepeatedTimes();
+  let newestServerMs = -Infinity;
   // One object handed to the fold for every reading: it keeps nothing of it (batch-fold.ts).
   const numeric = { deviceId: '', capability: '', filedMs: 0, n: 0, number: 0, counter: false, zone: '' };
   let n = 0;
   for (const event of messages) {
     const data = event.data as ReadingsRecordedData;
     const serverMs = Date.parse(data.receivedAt);
+    if (serverMs > newestServerMs) newestServerMs = serverMs;
     const zone = (data.siteId !== undefined && zones.get(data.siteId)) || FALLBACK_ZONE;
     if (zoneOfDevice.get(data.deviceId) !== zone) zoneOfDevice.set(data.deviceId, zone);
     const { readings } = data;
@@ -246,7 +259,7 @@ function batchColumns(
     if (readings.length > 0)
       instants.add(event.id, data, first, readings.length, instantMs, instantDeviceTime);
   }
-  return { instants, zoneOfDevice };
+  return { instants, zoneOfDevice, newestServerMs };
 }
 
 /**

@@ -1,6 +1,7 @@
 import { DAY_MS } from '../../domain/time.js';
 import { isBusyError } from '../../infra/postgres/errors.js';
 import { inTransaction, type Pool } from '../../infra/postgres/pool.js';
+import { rollUpMinutes } from './roll-up.js';
 import { deleteExpired } from './sql.js';
 import {
   PARTITIONED_TABLES,
@@ -91,6 +92,12 @@ export async function applyTelemetryRetention(
   for (const { target, days } of TARGETS) {
     if (options.signal?.aborted) break;
     const horizon = options.now - days(options.retention) * DAY_MS;
+    if (target === PARTITIONED_TABLES['1m']) {
+      // Minutes of a series that fell silent may still wait to be rolled up into their hour and day.
+      await attempt('roll up the minutes before the 1m horizon', () =>
+        inTransaction(pool, (client) => rollUpMinutes(client, { before: horizon })),
+      );
+    }
     await attempt(`create ${target.table} partitions ahead`, async () => {
       report.created += await createAhead(pool, partitionsFor(target, ahead));
     });

@@ -54,9 +54,28 @@ CREATE TABLE IF NOT EXISTS telemetry_1h (LIKE telemetry_1m, PRIMARY KEY (device_
 CREATE TABLE IF NOT EXISTS telemetry_1d (LIKE telemetry_1m, PRIMARY KEY (device_id, capability, bucket_start))
   PARTITION BY RANGE (bucket_start);
 
+-- Minutes whose 1m row is not yet rolled up into telemetry_1h and telemetry_1d (projector.ts: a device's
+-- minutes from its batch's rollup cutoff on). A live batch spans a fraction of a second, so an hour's and a
+-- day's row upserted with every batch was two thirds of the bucket writes; a minute is rolled up once,
+-- when its device's readings have moved past it. Readers merge these minutes into the hours and days they
+-- belong to (sql.ts, bucketsAsRead). Unpartitioned and small: about the last two minutes of each series
+-- that reports, and the last minutes of one that fell silent. The local day of the minute (and its end)
+-- is recorded here, as the site's zone placed it.
+CREATE TABLE IF NOT EXISTS telemetry_pending (
+  device_id text COLLATE "C" NOT NULL,
+  capability text COLLATE "C" NOT NULL,
+  bucket_start timestamptz NOT NULL,
+  day_start timestamptz NOT NULL,
+  day_end timestamptz NOT NULL,
+  PRIMARY KEY (device_id, capability, bucket_start)
+);
+
+-- rolled_before: the rollup cutoff the partition last used (ms since the epoch); the minutes of its devices
+-- before it are rolled up. It never goes back (projector.ts). Added by migration 0405 where the table existed.
 CREATE TABLE IF NOT EXISTS telemetry_applied (
   projector text COLLATE "C" PRIMARY KEY,
-  position text COLLATE "C" NOT NULL
+  position text COLLATE "C" NOT NULL,
+  rolled_before bigint
 );
 
 -- Site timezones as the telemetry projector saw them (sites never change zone): 1d buckets start at local

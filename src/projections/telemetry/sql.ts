@@ -20,21 +20,20 @@ const EPOCH = `timestamptz 'epoch'`;
 const MS = `interval '1 millisecond'`;
 
 /**
- * A batch's buckets of one table (folded per bucket in memory, batch-fold.ts), merged into the stored
- * rows. Batches come in global order, so on equal times the stored first and the incoming last win. A
- * counter's increase stays exact when the batch's readings all follow the stored ones; otherwise it becomes
- * null, and the bucket comes back from the statement to be recomputed from its raw readings. The merge is
+ * Rows merged into the stored buckets of one table: `source` selects device_id, capability, bucket,
+ * samples, sum, min, max, first_at, first_value, last_at, last_value and increase, one row per bucket.
+ * Batches come in global order, so on equal times the stored first and the incoming last win. A counter's
+ * increase stays exact when the incoming readings all follow the stored ones; otherwise it becomes null,
+ * and the bucket comes back from the statement to be recomputed from its raw readings. The merge is
  * resetAwareRise (domain/readings/aggregation.ts).
  */
-const upsertBuckets = (name: string, table: string, resolution: string) => `
+const upsertBuckets = (name: string, table: string, source: string) => `
   ${name} AS (
     INSERT INTO ${table} AS t (device_id, capability, bucket_start, samples, sum, min, max,
                                first_at, first_value, last_at, last_value, increase)
-    SELECT b.device_id, b.capability, ${EPOCH} + b.start_${resolution} * ${MS},
-           b.samples, b.sum, b.min, b.max,
-           ${EPOCH} + b.first_ms * ${MS}, b.first_value, ${EPOCH} + b.last_ms * ${MS}, b.last_value, b.increase
-      FROM buckets b
-     WHERE b.start_${resolution} IS NOT NULL
+    SELECT s.device_id, s.capability, s.bucket, s.samples, s.sum, s.min, s.max,
+           s.first_at, s.first_value, s.last_at, s.last_value, s.increase
+      FROM (${source}) s
     ON CONFLICT (device_id, capability, bucket_start) DO UPDATE
        SET samples = t.samples + excluded.samples,
            sum = t.sum + excluded.sum,
@@ -46,28 +45,114 @@ const upsertBuckets = (name: string, table: string, resolution: string) => `
            last_value = CASE WHEN excluded.last_at >= t.last_at THEN excluded.last_value ELSE t.last_value END,
            increase = CASE
              WHEN t.increase IS NULL OR excluded.increase IS NULL OR excluded.first_at < t.last_at THEN NULL
-             ELSE t.increase + excluded.increase
-                  + CASE WHEN excluded.first_value >= t.last_value THEN excluded.first_value - t.last_value
-                         ELSE excluded.first_value END
+             ELSE t.increase + excluded.increase + ${rise('t.last_value', 'excluded.first_value')}
            END
     RETURNING t.device_id, t.capability, t.bucket_start, t.increase
   )`;
 
+/** resetAwareRise (domain/readings/aggregation.ts) from one reading to the next. */
+const rise = (from: string, to: string) => `CASE WHEN ${to} >= ${from} THEN ${to} - ${from} ELSE ${to} END`;
+
+/** The UTC hour of a minute; the local day of a minute is recorded with it (telemetry_pending). */
+const HOUR_OF_MINUTE = [
+  `date_trunc('hour', x.minute, 'UTC')`,
+  `date_trunc('hour', x.minute, 'UTC') + interval '1 hour'`,
+] as const;
+const DAY_OF_MINUTE = ['x.day_start', 'x.day_end'] as const;
+
+/**
+ * Minute rows (`source`: device_id, capability, minute, day_start, day_end and a bucket's statistics)
+ * reduced to one row per (device, capability, bucket) of a coarser resolution (`bucketOf`, over `x`).
+ * Minutes split time, so within a bucket they follow each other in minute order: the first reading is the
+ * first minute's, the last the last one's, and a counter's increase chains exactly, the minutes' own
+ * increases plus each rise from one minute's last reading to the next one's first. `bucket_end` is the
+ * bucket's end, for a recomputation of its increase.
+ */
+const minutesFolded = (source: string, [bucketOf, bucketEnd]: readonly [string, string]) => `
+  SELECT y.device_id, y.capability, y.bucket, max(y.bucket_end) AS bucket_end,
+         sum(y.samples)::int AS samples, sum(y.sum) AS sum, min(y.min) AS min, max(y.max) AS max,
+         min(y.first_at) AS first_at, (array_agg(y.first_value ORDER BY y.minute))[1] AS first_value,
+         max(y.last_at) AS last_at, (array_agg(y.last_value ORDER BY y.minute DESC))[1] AS last_value,
+         CASE WHEN bool_and(y.increase IS NOT NULL) THEN sum(y.increase + y.rise) END AS increase
+    FROM (
+      SELECT x.*, ${bucketOf} AS bucket,
+             ${bucketEnd} AS bucket_end,
+             CASE WHEN lag(x.last_value) OVER w IS NULL THEN 0
+                  ELSE ${rise('lag(x.last_value) OVER w', 'x.first_value')} END AS rise
+        FROM (${source}) x
+      WINDOW w AS (PARTITION BY x.device_id, x.capability, ${bucketOf} ORDER BY x.minute)
+    ) y
+   GROUP BY y.device_id, y.capability, y.bucket`;
+
+/** What RECORD_BATCH and ROLL_UP_MINUTES return: the counter buckets whose increase must be recomputed. */
+const staleCounters = (name: string, resolution: string, ends: string, counterKeys: string) => `
+  SELECT '${resolution}' AS resolution, u.device_id, u.capability,
+         (extract(epoch FROM u.bucket_start) * 1000)::float8 AS start_ms,
+         ${ends} AS end_ms
+    FROM ${name} u
+   WHERE u.increase IS NULL AND u.capability = ANY (${counterKeys})`;
+
+const endOf = (folds: string) => `
+  (SELECT (extract(epoch FROM f.bucket_end) * 1000)::float8 FROM ${folds} f
+    WHERE f.device_id = u.device_id AND f.capability = u.capability AND f.bucket = u.bucket_start)`;
+
+/**
+ * Minutes not yet rolled up into their hour and day (telemetry_pending, schema.sql) whose minute is before
+ * $2 (ms since the epoch), of the devices $1 (every device when null), merged into telemetry_1h and
+ * telemetry_1d and taken off the list, in one statement. Returns the counter buckets ($3: counter keys)
+ * whose increase must be recomputed, with their ends.
+ */
+const rollUpMinutes = (devices: string) => `
+  WITH due AS (
+    DELETE FROM telemetry_pending p
+     WHERE p.bucket_start < ${EPOCH} + $2::int8 * ${MS} ${devices}
+    RETURNING p.device_id, p.capability, p.bucket_start, p.day_start, p.day_end
+  ),
+  rolled AS MATERIALIZED (
+    SELECT d.device_id, d.capability, m.bucket_start AS minute, d.day_start, d.day_end, m.samples, m.sum, m.min,
+           m.max, m.first_at, m.first_value, m.last_at, m.last_value, m.increase
+      FROM due d
+      JOIN telemetry_1m m
+        ON m.device_id = d.device_id AND m.capability = d.capability AND m.bucket_start = d.bucket_start
+  ),
+  hour_folds AS MATERIALIZED (${minutesFolded('SELECT * FROM rolled', HOUR_OF_MINUTE)}),
+  day_folds AS MATERIALIZED (${minutesFolded('SELECT * FROM rolled', DAY_OF_MINUTE)}),${upsertBuckets(
+    'hours',
+    'telemetry_1h',
+    'SELECT * FROM hour_folds',
+  )},${upsertBuckets('days', 'telemetry_1d', 'SELECT * FROM day_folds')}
+  ${staleCounters('hours', '1h', endOf('hour_folds'), '$3::text[]')}
+  UNION ALL
+  ${staleCounters('days', '1d', endOf('day_folds'), '$3::text[]')}`;
+
+/** The rollup of a batch's devices ($1), before the projector writes the batch (projector.ts). */
+export const ROLL_UP_MINUTES = prepared(
+  'telemetry.roll-up-minutes',
+  rollUpMinutes('AND p.device_id = ANY ($1::text[])'),
+);
+
+/** The rollup of every device's minutes before $2 ($1 unused, null): retention, before it drops minutes. */
+export const ROLL_UP_ALL_MINUTES = rollUpMinutes('AND $1::text[] IS NULL');
+
 /**
  * The position of the last event this projector ($1, a partition's own name) applied: a replayed event at
- * or before it is skipped.
+ * or before it is skipped. And the rollup cutoff (projector.ts): the latest any partition used, so that it
+ * never goes back for a device, whichever partition follows it.
  */
 export const APPLIED_POSITION = prepared(
   'telemetry.applied-position',
-  `SELECT position FROM telemetry_applied WHERE projector = $1`,
+  `SELECT (SELECT position FROM telemetry_applied WHERE projector = $1) AS position,
+          (SELECT max(rolled_before) FROM telemetry_applied)::float8 AS rolled_before`,
 );
 
 /**
  * One batch in one statement: its raw rows (one per instant of a message, schema.sql) appended to
- * telemetry_raw in order of application ($1-$7), its buckets ($8-$21, one row per fold: its start in each
- * resolution it stands for, batch-fold.ts) merged into the 1m, 1h and 1d tables, and the applied position
- * ($22, of projector $24) moved. Returns the counter buckets ($23: counter keys) whose increase must be
- * recomputed.
+ * telemetry_raw in order of application ($1-$7), its minute folds ($8-$21, batch-fold.ts: device,
+ * capability, minute, the minute's local day and its end, statistics) merged into telemetry_1m, and the
+ * applied position ($22, of projector $24) and rollup cutoff ($25, ms) moved. A minute from the cutoff on
+ * is listed in telemetry_pending, to be rolled up into its hour and day later (ROLL_UP_MINUTES); an
+ * earlier one, whose own minutes were rolled up before this statement, goes into its hour and day now.
+ * Returns the counter buckets ($23: counter keys) whose increase must be recomputed.
  */
 export const RECORD_BATCH = prepared(
   'telemetry.record-batch',
@@ -81,30 +166,42 @@ export const RECORD_BATCH = prepared(
            AS r(device_id, filed_ms, event_id, device_time, server_time, capabilities, reading_values, n)
      ORDER BY r.n
   ),
-  buckets AS (
-    SELECT *
+  folds AS MATERIALIZED (
+    SELECT b.device_id, b.capability, ${EPOCH} + b.minute_ms * ${MS} AS minute,
+           ${EPOCH} + b.day_ms * ${MS} AS day_start, ${EPOCH} + b.day_end_ms * ${MS} AS day_end, b.samples,
+           b.sum, b.min, b.max, ${EPOCH} + b.first_ms * ${MS} AS first_at, b.first_value,
+           ${EPOCH} + b.last_ms * ${MS} AS last_at, b.last_value, b.increase, b.minute_ms >= $25::int8 AS pending
       FROM unnest($8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[], $13::int4[], $14::float8[],
                   $15::float8[], $16::float8[], $17::int8[], $18::float8[], $19::int8[], $20::float8[],
                   $21::float8[])
-           AS b(device_id, capability, start_1m, start_1h, start_1d, samples, sum, min, max, first_ms,
+           AS b(device_id, capability, minute_ms, day_ms, day_end_ms, samples, sum, min, max, first_ms,
                 first_value, last_ms, last_value, increase)
   ),
   applied AS (
-    INSERT INTO telemetry_applied (projector, position) VALUES ($24, $22)
-    ON CONFLICT (projector) DO UPDATE SET position = excluded.position
-  ),${upsertBuckets('minutes', 'telemetry_1m', '1m')},${upsertBuckets('hours', 'telemetry_1h', '1h')},${upsertBuckets(
+    INSERT INTO telemetry_applied AS a (projector, position, rolled_before) VALUES ($24, $22, $25)
+    ON CONFLICT (projector) DO UPDATE
+       SET position = excluded.position, rolled_before = greatest(a.rolled_before, excluded.rolled_before)
+  ),
+  listed AS (
+    INSERT INTO telemetry_pending (device_id, capability, bucket_start, day_start, day_end)
+    SELECT f.device_id, f.capability, f.minute, f.day_start, f.day_end FROM folds f WHERE f.pending
+    ON CONFLICT DO NOTHING
+  ),
+  closed_hours AS MATERIALIZED (${minutesFolded('SELECT * FROM folds WHERE NOT pending', HOUR_OF_MINUTE)}),
+  closed_days AS MATERIALIZED (${minutesFolded('SELECT * FROM folds WHERE NOT pending', DAY_OF_MINUTE)}),${upsertBuckets(
+    'minutes',
+    'telemetry_1m',
+    'SELECT f.*, f.minute AS bucket FROM folds f',
+  )},${upsertBuckets('hours', 'telemetry_1h', 'SELECT * FROM closed_hours')},${upsertBuckets(
     'days',
     'telemetry_1d',
-    '1d',
+    'SELECT * FROM closed_days',
   )}
-  SELECT '1m' AS resolution, device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8 AS start_ms
-    FROM minutes WHERE increase IS NULL AND capability = ANY ($23::text[])
+  ${staleCounters('minutes', '1m', `(extract(epoch FROM u.bucket_start) * 1000)::float8 + 60000`, '$23::text[]')}
   UNION ALL
-  SELECT '1h', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM hours WHERE increase IS NULL AND capability = ANY ($23::text[])
+  ${staleCounters('hours', '1h', endOf('closed_hours'), '$23::text[]')}
   UNION ALL
-  SELECT '1d', device_id, capability, (extract(epoch FROM bucket_start) * 1000)::float8
-    FROM days WHERE increase IS NULL AND capability = ANY ($23::text[])`,
+  ${staleCounters('days', '1d', endOf('closed_days'), '$23::text[]')}`,
 );
 
 /**
@@ -148,11 +245,49 @@ const recomputeIncrease = (table: string) => `
    WHERE t.device_id = r.device_id AND t.capability = r.capability AND t.bucket_start = r.bucket_start
      AND t.increase IS NULL`;
 
-const selectBuckets = (table: string) => `
-  SELECT capability, bucket_start, samples, sum, min, max, first_value, last_value, increase
-    FROM ${table}
-   WHERE device_id = $1 AND capability = ANY ($2::text[]) AND bucket_start >= $3 AND bucket_start < $4
-   ORDER BY capability, bucket_start`;
+/**
+ * The buckets of device $1 whose start is in [$3, $4), of the capabilities `capability` (a condition on
+ * `b.capability`) picks, as a reader sees them: a 1m row as stored; an hour or a day as stored merged with
+ * its minutes not yet rolled up (telemetry_pending). Those always follow what is stored of their bucket
+ * (projector.ts, the rollup cutoff), so the merge chains them after it.
+ */
+const bucketsAsRead = (resolution: StoredResolution, capability: (alias: string) => string) => {
+  const table = BUCKET_TABLES[resolution];
+  const stored = `
+    SELECT b.capability, b.bucket_start, b.samples, b.sum, b.min, b.max, b.first_value, b.last_value, b.increase
+      FROM ${table} b
+     WHERE b.device_id = $1 AND ${capability('b')} AND b.bucket_start >= $3 AND b.bucket_start < $4`;
+  if (resolution === '1m') return stored;
+  return `
+    SELECT coalesce(s.capability, p.capability) AS capability, coalesce(s.bucket_start, p.bucket) AS bucket_start,
+           coalesce(s.samples, 0) + coalesce(p.samples, 0) AS samples,
+           CASE WHEN s.bucket_start IS NULL THEN p.sum WHEN p.bucket IS NULL THEN s.sum ELSE s.sum + p.sum END AS sum,
+           least(s.min, p.min) AS min, greatest(s.max, p.max) AS max,
+           CASE WHEN s.bucket_start IS NULL THEN p.first_value ELSE s.first_value END AS first_value,
+           CASE WHEN p.bucket IS NULL THEN s.last_value ELSE p.last_value END AS last_value,
+           CASE WHEN p.bucket IS NULL THEN s.increase WHEN s.bucket_start IS NULL THEN p.increase
+                ELSE s.increase + p.increase + ${rise('s.last_value', 'p.first_value')} END AS increase
+      FROM (${stored}) s
+      FULL JOIN (
+        SELECT q.* FROM (${pendingFolded(resolution, capability)}) q WHERE q.bucket >= $3 AND q.bucket < $4
+      ) p ON p.capability = s.capability AND p.bucket = s.bucket_start`;
+};
+
+/** The minutes of device $1 not yet rolled up, of the capabilities `capability` picks, per hour or day. */
+const pendingFolded = (resolution: '1h' | '1d', capability: (alias: string) => string) =>
+  minutesFolded(
+    `SELECT p.device_id, p.capability, m.bucket_start AS minute, p.day_start, p.day_end, m.samples, m.sum,
+            m.min, m.max, m.first_at, m.first_value, m.last_at, m.last_value, m.increase
+       FROM telemetry_pending p
+       JOIN telemetry_1m m
+         ON m.device_id = p.device_id AND m.capability = p.capability AND m.bucket_start = p.bucket_start
+      WHERE p.device_id = $1 AND ${capability('p')}`,
+    resolution === '1h' ? HOUR_OF_MINUTE : DAY_OF_MINUTE,
+  );
+
+const selectBuckets = (resolution: StoredResolution) => `
+  SELECT r.* FROM (${bucketsAsRead(resolution, (b) => `${b}.capability = ANY ($2::text[])`)}) r
+   ORDER BY r.capability, r.bucket_start`;
 
 /**
  * The points of a stored resolution, built where the buckets are, as the text of the response's JSON array
@@ -171,7 +306,7 @@ const selectBuckets = (table: string) => `
 // The format of Date.prototype.toISOString, so both paths write bucket times identically.
 const ISO_UTC = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
 
-const selectPointsJson = (table: string) => `
+const selectPointsJson = (resolution: StoredResolution) => `
   SELECT coalesce(string_agg(c.points, ',' ORDER BY a.n), '') AS points
     FROM unnest($2::text[], $5::text[], $6::text[]) WITH ORDINALITY AS a(capability, aggregation, prefix, n)
     CROSS JOIN LATERAL (
@@ -181,7 +316,7 @@ const selectPointsJson = (table: string) => `
                                          THEN 'null' ELSE p.value::text END
                  || ',"samples":' || b.samples || '}',
                ',' ORDER BY b.bucket_start) AS points
-        FROM ${table} b
+        FROM (${bucketsAsRead(resolution, (b) => `${b}.capability = a.capability`)}) b
         CROSS JOIN LATERAL (
           SELECT CASE a.aggregation
                    WHEN 'avg' THEN b.sum / b.samples
@@ -193,19 +328,31 @@ const selectPointsJson = (table: string) => `
                    WHEN 'count' THEN b.samples
                  END AS value
         ) p
-       WHERE b.device_id = $1 AND b.capability = a.capability AND b.bucket_start >= $3 AND b.bucket_start < $4
     ) c`;
 
-/** The last value of each capability's newest bucket before $3: the baseline of a window's first increase. */
-const selectPreviousLast = (table: string) => `
+/**
+ * The last value of each capability's newest bucket before $3: the baseline of a window's first increase.
+ * An hour's or a day's minutes not yet rolled up follow what is stored of it, so they win a tie.
+ */
+const selectPreviousLast = (resolution: StoredResolution) => {
+  const stored = `
+    SELECT b.bucket_start AS bucket, b.last_value, 0 AS pending FROM ${BUCKET_TABLES[resolution]} b
+     WHERE b.device_id = $1 AND b.capability = c.capability AND b.bucket_start < $3
+     ORDER BY b.bucket_start DESC
+     LIMIT 1`;
+  const newest =
+    resolution === '1m'
+      ? stored
+      : `SELECT z.* FROM ((${stored}) UNION ALL
+           SELECT q.bucket, q.last_value, 1 FROM (${pendingFolded(resolution, (p) => `${p}.capability = c.capability`)}) q
+            WHERE q.bucket < $3) z
+          ORDER BY z.bucket DESC, z.pending DESC
+          LIMIT 1`;
+  return `
   SELECT c.capability, p.last_value
     FROM unnest($2::text[]) AS c(capability)
-    CROSS JOIN LATERAL (
-      SELECT b.last_value FROM ${table} b
-       WHERE b.device_id = $1 AND b.capability = c.capability AND b.bucket_start < $3
-       ORDER BY b.bucket_start DESC
-       LIMIT 1
-    ) p`;
+    CROSS JOIN LATERAL (${newest}) p`;
+};
 
 const perTable = <T>(
   make: (table: string, resolution: StoredResolution) => T,
@@ -216,11 +363,11 @@ const perTable = <T>(
 });
 
 export const RECOMPUTE_INCREASE = perTable(recomputeIncrease);
-export const SELECT_BUCKETS = perTable(selectBuckets);
-export const SELECT_PREVIOUS_LAST = perTable(selectPreviousLast);
+export const SELECT_BUCKETS = perTable((_, resolution) => selectBuckets(resolution));
+export const SELECT_PREVIOUS_LAST = perTable((_, resolution) => selectPreviousLast(resolution));
 // Run for every telemetry query: prepared, so each connection plans it once per resolution.
-export const SELECT_POINTS_JSON = perTable((table, resolution) =>
-  prepared(`telemetry.points-json.${resolution}`, selectPointsJson(table)),
+export const SELECT_POINTS_JSON = perTable((_, resolution) =>
+  prepared(`telemetry.points-json.${resolution}`, selectPointsJson(resolution)),
 );
 
 /** How many readings telemetry_raw holds (its rows are instants of several readings each). */
