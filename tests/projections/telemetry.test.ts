@@ -3,6 +3,8 @@ import { expect } from 'chai';
 import { pointValue, TELEMETRY_AGGREGATIONS } from '../../src/domain/readings/index.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
+import { migrate } from '../../src/infra/postgres/migrate.js';
+import { inTransaction } from '../../src/infra/postgres/pool.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { installProjector } from '../../src/projections/checkpoints.js';
 import type { Projector } from '../../src/projections/projector.js';
@@ -512,6 +514,35 @@ describe('state and telemetry projections', () => {
     expect([await count('telemetry_1m'), await count('telemetry_pending')]).to.deep.equal([0, 0]);
     expect(await count('telemetry_1h'), 'the hour rolled up before its minutes went').to.equal(1);
     expect(await hours()).to.deep.equal(read);
+  });
+
+  it('after an upgrade, readings of a minute written before it reach its hour and day once', async () => {
+    // As the version before left it: the minute folded into its hour and day, nothing pending, no cutoff.
+    await recordReadings(store, produced('2026-05-01T10:00:10.000Z', 2));
+    await catchUpProjector(db.pool, store, telemetryProjector());
+    await inTransaction(db.pool, (client) => telemetryProjector().settle!(client));
+    await db.pool.query(`
+      UPDATE telemetry_applied SET rolled_before = NULL;
+      DELETE FROM public.schema_migrations WHERE name LIKE '0405_%';`);
+    await migrate(db.pool);
+    const { rows } = await db.pool.query<{ rolled_before: string }>(
+      'SELECT rolled_before FROM telemetry_applied',
+    );
+    expect(rows.map((r) => Number(r.rolled_before))).to.deep.equal([Date.parse('2026-05-01T10:01:00.000Z')]);
+
+    // More of the same minute, after the upgrade: its hour gets it at once, and only once.
+    await recordReadings(store, produced('2026-05-01T10:00:40.000Z', 3));
+    await catchUpProjector(db.pool, store, telemetryProjector());
+    const stored = await db.pool.query<{ samples: number }>('SELECT samples FROM telemetry_1h');
+    expect(stored.rows.map((r) => r.samples)).to.deep.equal([2]);
+    const [hour] = await readBuckets(db.pool, {
+      deviceId: DEVICE,
+      capabilities: ['energy.produced_today'],
+      resolution: '1h',
+      from: new Date('2026-05-01T10:00:00Z'),
+      to: new Date('2026-05-01T11:00:00Z'),
+    });
+    expect([hour?.samples, hour?.first, hour?.last, hour?.increase]).to.deep.equal([2, 2, 3, 1]);
   });
 
   it('retention finishes a drop whose detach was interrupted, and drops a detached table left behind', async () => {

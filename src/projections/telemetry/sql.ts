@@ -47,7 +47,7 @@ const upsertBuckets = (name: string, table: string, source: string) => `
              WHEN t.increase IS NULL OR excluded.increase IS NULL OR excluded.first_at < t.last_at THEN NULL
              ELSE t.increase + excluded.increase + ${rise('t.last_value', 'excluded.first_value')}
            END
-    RETURNING t.device_id, t.capability, t.bucket_start, t.increase
+    RETURNING t.device_id, t.capability, t.bucket_start, t.increase, t.samples
   )`;
 
 /** resetAwareRise (domain/readings/aggregation.ts) from one reading to the next. */
@@ -150,8 +150,9 @@ export const APPLIED_POSITION = prepared(
  * telemetry_raw in order of application ($1-$7), its minute folds ($8-$21, batch-fold.ts: device,
  * capability, minute, the minute's local day and its end, statistics) merged into telemetry_1m, and the
  * applied position ($22, of projector $24) and rollup cutoff ($25, ms) moved. A minute from the cutoff on
- * is listed in telemetry_pending, to be rolled up into its hour and day later (ROLL_UP_MINUTES); an
- * earlier one, whose own minutes were rolled up before this statement, goes into its hour and day now.
+ * is listed in telemetry_pending when the batch creates it, to be rolled up into its hour and day later
+ * (ROLL_UP_MINUTES); an earlier one, whose own minutes were rolled up before this statement, goes into its
+ * hour and day now.
  * Returns the counter buckets ($23: counter keys) whose increase must be recomputed.
  */
 export const RECORD_BATCH = prepared(
@@ -182,11 +183,6 @@ export const RECORD_BATCH = prepared(
     ON CONFLICT (projector) DO UPDATE
        SET position = excluded.position, rolled_before = greatest(a.rolled_before, excluded.rolled_before)
   ),
-  listed AS (
-    INSERT INTO telemetry_pending (device_id, capability, bucket_start, day_start, day_end)
-    SELECT f.device_id, f.capability, f.minute, f.day_start, f.day_end FROM folds f WHERE f.pending
-    ON CONFLICT DO NOTHING
-  ),
   closed_hours AS MATERIALIZED (${minutesFolded('SELECT * FROM folds WHERE NOT pending', HOUR_OF_MINUTE)}),
   closed_days AS MATERIALIZED (${minutesFolded('SELECT * FROM folds WHERE NOT pending', DAY_OF_MINUTE)}),${upsertBuckets(
     'minutes',
@@ -196,7 +192,18 @@ export const RECORD_BATCH = prepared(
     'days',
     'telemetry_1d',
     'SELECT * FROM closed_days',
-  )}
+  )},
+  -- Only a minute this batch creates: its row holds the fold's samples alone, where an updated one holds
+  -- more. One it found was listed when it was created if it is pending at all, as the cutoff never goes
+  -- back and every minute written before the first cutoff lies before it (migration 0405); probing the
+  -- list for every fold cost a lookup per fold.
+  listed AS (
+    INSERT INTO telemetry_pending (device_id, capability, bucket_start, day_start, day_end)
+    SELECT f.device_id, f.capability, f.minute, f.day_start, f.day_end
+      FROM minutes m
+      JOIN folds f ON f.device_id = m.device_id AND f.capability = m.capability AND f.minute = m.bucket_start
+     WHERE f.pending AND m.samples = f.samples
+  )
   ${staleCounters('minutes', '1m', `(extract(epoch FROM u.bucket_start) * 1000)::float8 + 60000`, '$23::text[]')}
   UNION ALL
   ${staleCounters('hours', '1h', endOf('closed_hours'), '$23::text[]')}
