@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { findCapability } from '../../domain/catalogue/index.js';
 import {
+  FUTURE_TOLERANCE_MS,
   UTC_BUCKET_MS,
   filedAt,
   isCounter,
@@ -42,6 +43,14 @@ const FALLBACK_ZONE = 'UTC';
  */
 const ROLL_UP_LAG_MS = UTC_BUCKET_MS['1m'];
 
+/**
+ * A batch whose arrivals span this long is catching up (a replay, a projector that was down), not
+ * following the head: its series cross minutes within the batch, so pending minutes would only be listed,
+ * rolled up by the next batch and their hours upserted twice. Such a batch closes every minute it holds
+ * (its cutoff lies past the latest one a reading can be filed under) and writes hours and days at once.
+ */
+export const CATCHING_UP_SPAN_MS = UTC_BUCKET_MS['1m'];
+
 export const TELEMETRY_PROJECTOR_NAME = 'telemetry';
 
 /**
@@ -60,7 +69,10 @@ export const telemetryFamily: PartitionableProjector = {
  * upsert per touched bucket, and the applied position (sql.ts, RECORD_BATCH), after the time partitions
  * they go to are made sure of (time-partitions.ts).
  */
-export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
+export function telemetryProjector(
+  name = TELEMETRY_PROJECTOR_NAME,
+  { catchingUpSpanMs = CATCHING_UP_SPAN_MS }: { catchingUpSpanMs?: number } = {},
+): Projector {
   // Sites never change zone, so what was once read stays true; it only saves a query per batch.
   const zones = new Map<string, string>();
   const days = new LocalDays();
@@ -83,7 +95,7 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
     prepare(events) {
       // Only a batch whose every site zone is already known: apply looks up or records the others first.
       const ready = events.every((e) => e.type === 'ReadingsRecorded' && unknownSite(e, zones) === undefined);
-      return ready ? new PreparedWork(events, batchWork(events, zones, days)) : undefined;
+      return ready ? new PreparedWork(events, batchWork(events, zones, days, catchingUpSpanMs)) : undefined;
     },
     settle: (db) => rollUpMinutes(db, { before: Number.MAX_SAFE_INTEGER }),
     async apply(events, db, prepared) {
@@ -99,7 +111,7 @@ export function telemetryProjector(name = TELEMETRY_PROJECTOR_NAME): Projector {
         await recordSites(fresh, db, zones);
         const messages = fresh.filter((e) => e.type === 'ReadingsRecorded');
         await loadZones(messages, db, zones);
-        work = batchWork(messages, zones, days);
+        work = batchWork(messages, zones, days, catchingUpSpanMs);
       }
       const { partitions, parameters, devices } = work;
       // Never back: a device's minutes before a cutoff once used are rolled up, or go to their hour and day
@@ -122,12 +134,17 @@ type BatchWork = ReturnType<typeof batchWork>;
 /**
  * What a batch of readings messages becomes before it is stored: the time partitions its rows go to,
  * RECORD_BATCH's parameters $1-$21 (raw columns, then one row per minute fold) in binary, its devices, and
- * its rollup cutoff: the minute before the one its newest server time is in. Made while the batch before
- * is applied, when the batch was read ahead.
+ * its rollup cutoff: the minute before the one its newest server time is in, or past all of its minutes
+ * when it is catching up. Made while the batch before is applied, when the batch was read ahead.
  */
-function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string, string>, days: LocalDays) {
+function batchWork(
+  messages: readonly RecordedEvent[],
+  zones: ReadonlyMap<string, string>,
+  days: LocalDays,
+  catchingUpSpanMs: number,
+) {
   const fold = new BatchFold((ms, zone) => days.of(ms, zone));
-  const { instants: raw, zoneOfDevice, newestServerMs } = batchColumns(messages, zones, fold);
+  const { instants: raw, zoneOfDevice, oldestServerMs, newestServerMs } = batchColumns(messages, zones, fold);
   // A minute's fold holds all of the batch's readings of its minute: hours and days are made of minutes,
   // a pending one's when it is rolled up (ROLL_UP_MINUTES), a closed one's at once (RECORD_BATCH).
   const minutes = fold.folds().filter((b) => b.start1m !== null);
@@ -171,8 +188,13 @@ function batchWork(messages: readonly RecordedEvent[], zones: ReadonlyMap<string
     float8Array(minutes.map((b) => b.increase)),
   ];
   // A batch of sites alone moves no cutoff.
+  const newestMinute = utcBucketStart(newestServerMs, UTC_BUCKET_MS['1m']);
   const cutoff =
-    messages.length > 0 ? utcBucketStart(newestServerMs, UTC_BUCKET_MS['1m']) - ROLL_UP_LAG_MS : 0;
+    messages.length === 0
+      ? 0
+      : newestServerMs - oldestServerMs >= catchingUpSpanMs
+        ? newestMinute + UTC_BUCKET_MS['1m'] + FUTURE_TOLERANCE_MS
+        : newestMinute - ROLL_UP_LAG_MS;
   return { partitions, parameters, devices: [...zoneOfDevice.keys()], cutoff };
 }
 
@@ -216,6 +238,7 @@ function batchColumns(
   const zoneOfDevice = new Map<string, string>();
   const deviceTimes = new RepeatedTimes();
   let newestServerMs = -Infinity;
+  let oldestServerMs = Infinity;
   // One object handed to the fold for every reading: it keeps nothing of it (batch-fold.ts).
   const numeric = { deviceId: '', capability: '', filedMs: 0, n: 0, number: 0, counter: false, zone: '' };
   let n = 0;
@@ -223,6 +246,7 @@ function batchColumns(
     const data = event.data as ReadingsRecordedData;
     const serverMs = Date.parse(data.receivedAt);
     if (serverMs > newestServerMs) newestServerMs = serverMs;
+    if (serverMs < oldestServerMs) oldestServerMs = serverMs;
     const zone = (data.siteId !== undefined && zones.get(data.siteId)) || FALLBACK_ZONE;
     if (zoneOfDevice.get(data.deviceId) !== zone) zoneOfDevice.set(data.deviceId, zone);
     const { readings } = data;
@@ -259,7 +283,7 @@ function batchColumns(
     if (readings.length > 0)
       instants.add(event.id, data, first, readings.length, instantMs, instantDeviceTime);
   }
-  return { instants, zoneOfDevice, newestServerMs };
+  return { instants, zoneOfDevice, oldestServerMs, newestServerMs };
 }
 
 /**
