@@ -27,10 +27,10 @@ import type { Projector } from '../projector.js';
 import { PreparedWork } from '../prepared-work.js';
 import { RepeatedTimes } from '../repeated-times.js';
 import { LocalDays } from './local-days.js';
-import { BatchFold } from './batch-fold.js';
+import { BatchFold, startIn } from './batch-fold.js';
 import { COUNTER_KEYS, recomputeIncreases, rollUpMinutes, type StaleCounter } from './roll-up.js';
 import { PARTITIONED_TABLES, ensurePartitions, partitionsFor } from './time-partitions.js';
-import { APPLIED_POSITION, INSERT_SITE_ZONES, RECORD_BATCH, SITE_ZONES } from './sql.js';
+import { APPLIED_POSITION, INSERT_SITE_ZONES, RECORD_BATCH, RECORD_CLOSED_BATCH, SITE_ZONES } from './sql.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 
@@ -122,9 +122,24 @@ export function telemetryProjector(
       // readings of such a minute go to its hour and day.
       if (devices.length > 0) await rollUpMinutes(db, { devices, before: cutoff });
       const { rows } = await db.query<StaleCounter>(
-        bind(RECORD_BATCH, [...parameters, fresh.at(-1)!.position, COUNTER_KEYS, name, cutoff]),
+        bind(work.closed ? RECORD_CLOSED_BATCH : RECORD_BATCH, [
+          ...parameters,
+          fresh.at(-1)!.position,
+          COUNTER_KEYS,
+          name,
+          cutoff,
+        ]),
       );
-      await recomputeIncreases(db, rows, cutoff);
+      // A closed batch's stale days end where their zone's day does.
+      const { zoneOfDevice } = work;
+      const stale = work.closed
+        ? rows.map((r) =>
+            r.resolution === '1d'
+              ? { ...r, end_ms: days.of(r.start_ms, zoneOfDevice.get(r.device_id) ?? FALLBACK_ZONE).end }
+              : r,
+          )
+        : rows;
+      await recomputeIncreases(db, stale, cutoff);
     },
   };
 }
@@ -145,6 +160,32 @@ function batchWork(
 ) {
   const fold = new BatchFold((ms, zone) => days.of(ms, zone));
   const { instants: raw, zoneOfDevice, oldestServerMs, newestServerMs } = batchColumns(messages, zones, fold);
+  const rawParameters = [
+    textArray(raw.deviceIds),
+    int8Array(raw.filedMs),
+    uuidArray(raw.eventIds),
+    timestamptzArray(raw.deviceTimes),
+    timestamptzArray(raw.serverTimes),
+    textArray(raw.capabilities),
+    jsonbArray(raw.values),
+  ];
+  const devices = [...zoneOfDevice.keys()];
+  const newestMinute = utcBucketStart(newestServerMs, UTC_BUCKET_MS['1m']);
+  if (messages.length > 0 && newestServerMs - oldestServerMs >= catchingUpSpanMs) {
+    // Past the latest minute a reading of the batch can be filed under (FUTURE_TOLERANCE_MS ahead).
+    const cutoff = newestMinute + UTC_BUCKET_MS['1m'] + FUTURE_TOLERANCE_MS;
+    const { partitionsOfFolds, foldParameters } = closedFolds(fold);
+    return {
+      closed: true,
+      partitions: [...partitionsFor(PARTITIONED_TABLES.raw, raw.filedMs), ...partitionsOfFolds],
+      parameters: [...rawParameters, ...foldParameters],
+      zoneOfDevice,
+      devices,
+      cutoff,
+    };
+  }
+  // A batch of sites alone moves no cutoff.
+  const cutoff = messages.length === 0 ? 0 : newestMinute - ROLL_UP_LAG_MS;
   // A minute's fold holds all of the batch's readings of its minute: hours and days are made of minutes,
   // a pending one's when it is rolled up (ROLL_UP_MINUTES), a closed one's at once (RECORD_BATCH).
   const minutes = fold.folds().filter((b) => b.start1m !== null);
@@ -165,13 +206,7 @@ function batchWork(
     ),
   ];
   const parameters = [
-    textArray(raw.deviceIds),
-    int8Array(raw.filedMs),
-    uuidArray(raw.eventIds),
-    timestamptzArray(raw.deviceTimes),
-    timestamptzArray(raw.serverTimes),
-    textArray(raw.capabilities),
-    jsonbArray(raw.values),
+    ...rawParameters,
     textArray(minutes.map((b) => b.deviceId)),
     textArray(minutes.map((b) => b.capability)),
     int8Array(minutes.map((b) => b.start1m!)),
@@ -187,15 +222,38 @@ function batchWork(
     float8Array(minutes.map((b) => b.lastValue)),
     float8Array(minutes.map((b) => b.increase)),
   ];
-  // A batch of sites alone moves no cutoff.
-  const newestMinute = utcBucketStart(newestServerMs, UTC_BUCKET_MS['1m']);
-  const cutoff =
-    messages.length === 0
-      ? 0
-      : newestServerMs - oldestServerMs >= catchingUpSpanMs
-        ? newestMinute + UTC_BUCKET_MS['1m'] + FUTURE_TOLERANCE_MS
-        : newestMinute - ROLL_UP_LAG_MS;
-  return { partitions, parameters, devices: [...zoneOfDevice.keys()], cutoff };
+  return { closed: false, partitions, parameters, zoneOfDevice, devices, cutoff };
+}
+
+/**
+ * RECORD_CLOSED_BATCH's fold parameters ($8-$21) and the partitions they go to: every fold as the batch
+ * fold made it, a minute's standing for its hour and day where they hold the same readings.
+ */
+function closedFolds(fold: BatchFold) {
+  const folds = fold.folds();
+  const partitions = (['1m', '1h', '1d'] as const).flatMap((resolution) =>
+    partitionsFor(
+      PARTITIONED_TABLES[resolution],
+      folds.flatMap((b) => startIn(b, resolution) ?? []),
+    ),
+  );
+  const foldParameters = [
+    textArray(folds.map((b) => b.deviceId)),
+    textArray(folds.map((b) => b.capability)),
+    int8Array(folds.map((b) => b.start1m)),
+    int8Array(folds.map((b) => b.start1h)),
+    int8Array(folds.map((b) => b.start1d)),
+    int4Array(folds.map((b) => b.samples)),
+    float8Array(folds.map((b) => b.sum)),
+    float8Array(folds.map((b) => b.min)),
+    float8Array(folds.map((b) => b.max)),
+    int8Array(folds.map((b) => b.firstMs)),
+    float8Array(folds.map((b) => b.firstValue)),
+    int8Array(folds.map((b) => b.lastMs)),
+    float8Array(folds.map((b) => b.lastValue)),
+    float8Array(folds.map((b) => b.increase)),
+  ];
+  return { partitionsOfFolds: partitions, foldParameters };
 }
 
 async function recordSites(events: readonly RecordedEvent[], db: PoolClient, zones: Map<string, string>) {

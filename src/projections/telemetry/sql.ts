@@ -145,6 +145,26 @@ export const APPLIED_POSITION = prepared(
           (SELECT max(rolled_before) FROM telemetry_applied)::float8 AS rolled_before`,
 );
 
+/** RECORD_BATCH's and RECORD_CLOSED_BATCH's raw rows, $1-$7: one per instant, in order of application. */
+const RAW_ROWS = `
+  raw AS (
+    INSERT INTO telemetry_raw (device_id, filed_at, event_id, device_time, server_time, capabilities, reading_values)
+    SELECT r.device_id, ${EPOCH} + r.filed_ms * ${MS}, r.event_id, r.device_time, r.server_time,
+           r.capabilities::text[], r.reading_values
+      FROM unnest($1::text[], $2::int8[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::text[],
+                  $7::jsonb[]) WITH ORDINALITY
+           AS r(device_id, filed_ms, event_id, device_time, server_time, capabilities, reading_values, n)
+     ORDER BY r.n
+  )`;
+
+/** The applied position ($22) and rollup cutoff ($25, never back) of projector $24. */
+const APPLIED = `
+  applied AS (
+    INSERT INTO telemetry_applied AS a (projector, position, rolled_before) VALUES ($24, $22, $25)
+    ON CONFLICT (projector) DO UPDATE
+       SET position = excluded.position, rolled_before = greatest(a.rolled_before, excluded.rolled_before)
+  )`;
+
 /**
  * One batch in one statement: its raw rows (one per instant of a message, schema.sql) appended to
  * telemetry_raw in order of application ($1-$7), its minute folds ($8-$21, batch-fold.ts: device,
@@ -158,15 +178,7 @@ export const APPLIED_POSITION = prepared(
 export const RECORD_BATCH = prepared(
   'telemetry.record-batch',
   `
-  WITH raw AS (
-    INSERT INTO telemetry_raw (device_id, filed_at, event_id, device_time, server_time, capabilities, reading_values)
-    SELECT r.device_id, ${EPOCH} + r.filed_ms * ${MS}, r.event_id, r.device_time, r.server_time,
-           r.capabilities::text[], r.reading_values
-      FROM unnest($1::text[], $2::int8[], $3::uuid[], $4::timestamptz[], $5::timestamptz[], $6::text[],
-                  $7::jsonb[]) WITH ORDINALITY
-           AS r(device_id, filed_ms, event_id, device_time, server_time, capabilities, reading_values, n)
-     ORDER BY r.n
-  ),
+  WITH ${RAW_ROWS},
   folds AS MATERIALIZED (
     SELECT b.device_id, b.capability, ${EPOCH} + b.minute_ms * ${MS} AS minute,
            ${EPOCH} + b.day_ms * ${MS} AS day_start, ${EPOCH} + b.day_end_ms * ${MS} AS day_end, b.samples,
@@ -178,11 +190,7 @@ export const RECORD_BATCH = prepared(
            AS b(device_id, capability, minute_ms, day_ms, day_end_ms, samples, sum, min, max, first_ms,
                 first_value, last_ms, last_value, increase)
   ),
-  applied AS (
-    INSERT INTO telemetry_applied AS a (projector, position, rolled_before) VALUES ($24, $22, $25)
-    ON CONFLICT (projector) DO UPDATE
-       SET position = excluded.position, rolled_before = greatest(a.rolled_before, excluded.rolled_before)
-  ),
+  ${APPLIED},
   closed_hours AS MATERIALIZED (${minutesFolded('SELECT * FROM folds WHERE NOT pending', HOUR_OF_MINUTE)}),
   closed_days AS MATERIALIZED (${minutesFolded('SELECT * FROM folds WHERE NOT pending', DAY_OF_MINUTE)}),${upsertBuckets(
     'minutes',
@@ -209,6 +217,44 @@ export const RECORD_BATCH = prepared(
   ${staleCounters('hours', '1h', endOf('closed_hours'), '$23::text[]')}
   UNION ALL
   ${staleCounters('days', '1d', endOf('closed_days'), '$23::text[]')}`,
+);
+
+/** A closed batch's folds of one resolution (RECORD_CLOSED_BATCH's $8-$21), as upsertBuckets reads them. */
+const closedFolds = (resolution: StoredResolution) => `
+  SELECT b.device_id, b.capability, ${EPOCH} + b.start_${resolution} * ${MS} AS bucket, b.samples, b.sum,
+         b.min, b.max, ${EPOCH} + b.first_ms * ${MS} AS first_at, b.first_value,
+         ${EPOCH} + b.last_ms * ${MS} AS last_at, b.last_value, b.increase
+    FROM buckets b
+   WHERE b.start_${resolution} IS NOT NULL`;
+
+/**
+ * A batch that closes every minute it holds (projector.ts: catching up): nothing to list, so its minute,
+ * hour and day folds come as the batch fold made them ($8-$21: device, capability, start in each
+ * resolution the fold stands for, else null, statistics; batch-fold.ts), with RECORD_BATCH's raw rows,
+ * applied position and cutoff. Returns the stale counter buckets; a day's end is left to the caller.
+ */
+export const RECORD_CLOSED_BATCH = prepared(
+  'telemetry.record-closed-batch',
+  `
+  WITH ${RAW_ROWS},
+  buckets AS (
+    SELECT *
+      FROM unnest($8::text[], $9::text[], $10::int8[], $11::int8[], $12::int8[], $13::int4[], $14::float8[],
+                  $15::float8[], $16::float8[], $17::int8[], $18::float8[], $19::int8[], $20::float8[],
+                  $21::float8[])
+           AS b(device_id, capability, start_1m, start_1h, start_1d, samples, sum, min, max, first_ms,
+                first_value, last_ms, last_value, increase)
+  ),
+  ${APPLIED},${upsertBuckets('minutes', 'telemetry_1m', closedFolds('1m'))},${upsertBuckets(
+    'hours',
+    'telemetry_1h',
+    closedFolds('1h'),
+  )},${upsertBuckets('days', 'telemetry_1d', closedFolds('1d'))}
+  ${staleCounters('minutes', '1m', `(extract(epoch FROM u.bucket_start) * 1000)::float8 + 60000`, '$23::text[]')}
+  UNION ALL
+  ${staleCounters('hours', '1h', `(extract(epoch FROM u.bucket_start) * 1000)::float8 + 3600000`, '$23::text[]')}
+  UNION ALL
+  ${staleCounters('days', '1d', 'NULL::float8', '$23::text[]')}`,
 );
 
 /**
