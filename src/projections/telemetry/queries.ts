@@ -1,7 +1,34 @@
 import type { BucketStats, StoredResolution, TelemetryAggregation } from '../../domain/readings/index.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { bind } from '../../infra/postgres/prepared.js';
-import { SELECT_BUCKETS, SELECT_POINTS_JSON, SELECT_PREVIOUS_LAST, SELECT_RAW } from './sql.js';
+import {
+  PENDING_STARTS,
+  SELECT_BUCKETS,
+  SELECT_POINTS_JSON,
+  SELECT_PREVIOUS_LAST,
+  SELECT_RAW,
+} from './sql.js';
+
+/**
+ * Which form of a read to run (sql.ts, readForms) and its extra parameter: for an hour or a day with
+ * minutes not yet rolled up, their starts. A minute that becomes pending between the two statements is
+ * left out of its hour as if read a moment earlier; one rolled up meanwhile is read in its hour.
+ */
+async function pendingStarts(
+  pool: Pool,
+  query: {
+    readonly deviceId: string;
+    readonly capabilities: readonly string[];
+    readonly resolution: StoredResolution;
+  },
+): Promise<{ form: 'stored' | 'withPending'; extra: unknown[] }> {
+  if (query.resolution === '1m') return { form: 'stored', extra: [] };
+  const { rows } = await pool.query<{ starts: Date[] }>(
+    bind(PENDING_STARTS, [query.deviceId, query.capabilities]),
+  );
+  const starts = rows[0]!.starts;
+  return starts.length === 0 ? { form: 'stored', extra: [] } : { form: 'withPending', extra: [starts] };
+}
 
 export interface StoredBucket extends BucketStats {
   readonly capability: string;
@@ -19,6 +46,7 @@ export interface BucketQuery {
 
 /** Stored buckets of one device, by capability then start. */
 export async function readBuckets(pool: Pool, query: BucketQuery): Promise<StoredBucket[]> {
+  const pending = await pendingStarts(pool, query);
   const { rows } = await pool.query<{
     capability: string;
     bucket_start: Date;
@@ -29,7 +57,13 @@ export async function readBuckets(pool: Pool, query: BucketQuery): Promise<Store
     first_value: number;
     last_value: number;
     increase: number | null;
-  }>(SELECT_BUCKETS[query.resolution], [query.deviceId, query.capabilities, query.from, query.to]);
+  }>(SELECT_BUCKETS[pending.form][query.resolution], [
+    query.deviceId,
+    query.capabilities,
+    query.from,
+    query.to,
+    ...pending.extra,
+  ]);
   return rows.map((r) => ({
     capability: r.capability,
     start: r.bucket_start,
@@ -48,9 +82,10 @@ export async function readPreviousLast(
   pool: Pool,
   query: Omit<BucketQuery, 'from' | 'to'> & { readonly before: Date },
 ): Promise<Map<string, number>> {
+  const pending = await pendingStarts(pool, query);
   const { rows } = await pool.query<{ capability: string; last_value: number }>(
-    SELECT_PREVIOUS_LAST[query.resolution],
-    [query.deviceId, query.capabilities, query.before],
+    SELECT_PREVIOUS_LAST[pending.form][query.resolution],
+    [query.deviceId, query.capabilities, query.before, ...pending.extra],
   );
   return new Map(rows.map((r) => [r.capability, r.last_value]));
 }
@@ -95,14 +130,16 @@ export async function readPointsJson(
     readonly served: ReadonlyMap<string, Exclude<TelemetryAggregation, 'increase'>>;
   },
 ): Promise<string> {
+  const pending = await pendingStarts(pool, { ...query, capabilities: [...query.served.keys()] });
   const { rows } = await pool.query<{ points: string }>(
-    bind(SELECT_POINTS_JSON[query.resolution], [
+    bind(SELECT_POINTS_JSON[pending.form][query.resolution], [
       query.deviceId,
       [...query.served.keys()],
       query.from,
       query.to,
       [...query.served.values()],
       [...query.served.keys()].map((key) => `{"capability_key":${JSON.stringify(key)},"bucket":"`),
+      ...pending.extra,
     ]),
   );
   return rows[0]!.points;
