@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { findCapability } from '../../src/domain/catalogue/index.js';
 import {
   bucketStart,
+  pointValue,
   filedAt,
   isCounter,
   readingsStreamName,
@@ -15,7 +16,12 @@ import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.j
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { CATCHING_UP_SPAN_MS, telemetryProjector } from '../../src/projections/telemetry/projector.js';
-import { readBuckets, readRawReadings, type RawReadingRow } from '../../src/projections/telemetry/queries.js';
+import {
+  readBuckets,
+  readPointsJson,
+  readRawReadings,
+  type RawReadingRow,
+} from '../../src/projections/telemetry/queries.js';
 import { inTransaction } from '../../src/infra/postgres/pool.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
@@ -330,6 +336,53 @@ describe('optimised state and telemetry projectors against a reference projectio
     return buckets;
   }
 
+  /**
+   * The points the endpoint's JSON statement writes for hours and days, in the form that merges pending
+   * minutes, against the buckets read for them: the same numbers, function by function.
+   */
+  async function expectSamePoints(deviceIds: readonly string[]) {
+    // Sorted, so points (in the order asked for) and buckets (by capability) come in the same order.
+    const numeric = CAPABILITIES.filter((c) => c !== 'evse.state').sort();
+    let merged = 0;
+    for (const resolution of ['1h', '1d'] as const) {
+      for (const deviceId of deviceIds) {
+        const window = {
+          deviceId,
+          resolution,
+          from: new Date(START_MS - 30 * 86_400_000),
+          to: new Date(START_MS + 30 * 86_400_000),
+        };
+        const pending = await db.pool.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM telemetry_pending WHERE device_id = $1',
+          [deviceId],
+        );
+        merged += pending.rows[0]!.n;
+        const buckets = await readBuckets(db.pool, { ...window, capabilities: numeric });
+        for (const aggregation of ['avg', 'min', 'max', 'sum', 'first', 'last', 'count'] as const) {
+          const served = new Map(numeric.map((c) => [c, aggregation]));
+          const points = JSON.parse(`[${await readPointsJson(db.pool, { ...window, served })}]`) as {
+            capability_key: string;
+            bucket: string;
+            samples: number;
+            value: number;
+          }[];
+          expect(
+            points.map((p) => [p.capability_key, p.bucket, p.samples, p.value]),
+            `${resolution} ${aggregation} ${deviceId}`,
+          ).to.deep.equal(
+            buckets.map((b) => [
+              b.capability,
+              b.start.toISOString(),
+              b.samples,
+              pointValue(b, aggregation, undefined),
+            ]),
+          );
+        }
+      }
+    }
+    expect(merged, 'devices with pending minutes were read').to.be.greaterThan(0);
+  }
+
   function expectSameBuckets(actual: Map<string, Stats>, expected: Map<string, Stats>) {
     expect([...actual.keys()].sort()).to.deep.equal([...expected.keys()].sort());
     for (const [key, want] of expected) {
@@ -389,6 +442,7 @@ describe('optimised state and telemetry projectors against a reference projectio
         if (mode === 'catching up') expect(pending.rows[0]!.n, 'minutes pending').to.equal(0);
         else expect(pending.rows[0]!.n, 'minutes pending after the catch-up').to.be.greaterThan(0);
         expectSameBuckets(read, expected);
+        if (mode === 'as at the head') await expectSamePoints(devices);
         expectSameBuckets(await settledBuckets(), expected);
         expectSameBuckets(await bucketsAsRead(devices), expected);
         // Raw readings as resolution=raw reads them: every reading once, in filing then global order.
