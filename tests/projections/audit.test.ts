@@ -36,6 +36,49 @@ describe('audit log', () => {
     expect(JSON.stringify(rows)).not.to.match(/hmac-sha256|scrypt/);
   });
 
+  it('copies each event’s position, id, stream, revision, type, time and metadata as the store holds them', async () => {
+    const stream = 'Grant-audit-columns';
+    await store.append(stream, [{ id: crypto.randomUUID(), type: 'ProjectCreated', data: { n: 0 } }], 'any');
+    const { position } = await store.append(
+      stream,
+      [
+        {
+          id: crypto.randomUUID(),
+          type: 'ProjectCreated',
+          data: { n: 1, text: 'caf\u00e9 "quoted"' },
+          metadata: { correlationId: 'c-1', nested: { a: [1, 2] } },
+        },
+      ],
+      'any',
+    );
+    await catchUpProjector(db.pool, store, auditProjector(['ProjectCreated']), 2000, position);
+    const stored = (await store.readAll({ maxCount: 10, eventTypes: ['ProjectCreated'] })).events;
+    expect(stored, 'both events are in the store').to.have.length(2);
+    const { rows } = await db.pool.query<{
+      position: string;
+      event_id: string;
+      stream_name: string;
+      stream_revision: string;
+      event_type: string;
+      recorded_at: Date;
+      data: unknown;
+      metadata: unknown;
+    }>(`SELECT * FROM audit_log ORDER BY position`);
+    expect(rows.map((r) => ({ ...r, recorded_at: r.recorded_at.getTime() }))).to.deep.equal(
+      stored.map((e) => ({
+        position: e.position,
+        event_id: e.id,
+        stream_name: e.streamName,
+        stream_revision: String(e.revision),
+        event_type: e.type,
+        recorded_at: e.recordedAt.getTime(),
+        data: e.data,
+        metadata: e.metadata,
+      })),
+    );
+    expect(rows.map((r) => r.stream_revision)).to.deep.equal(['0', '1']);
+  });
+
   it('a log written by the version that copied hashes is rebuilt without them', async () => {
     const { projectId } = await createProject(store, { name: 'Acme' });
     const client = await createClient(store, new ClientSecretHasher(db.pool), {
