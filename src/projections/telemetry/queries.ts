@@ -138,7 +138,7 @@ export async function readPointsJson(
       query.from,
       query.to,
       [...query.served.values()],
-      [...query.served.keys()].map((key) => `{"capability_key":${JSON.stringify(key)},"bucket":"`),
+      [...query.served.keys()].map((key) => `{"capability_key":${JSON.stringify(key)},"bucket":`),
       ...pending.extra,
     ]),
   );

@@ -365,6 +365,16 @@ const selectBuckets = (resolution: StoredResolution, pending: boolean) => `
    ORDER BY r.capability, r.bucket_start`;
 
 /**
+ * A bucket's start as Date.prototype.toISOString writes it, so both paths write bucket times identically:
+ * to_json's ISO 8601 form of the UTC time (whatever DateStyle says) without its closing quote, which the
+ * caller writes after the milliseconds and the zone. Bucket starts are whole seconds (a UTC minute or hour,
+ * a local midnight), so to_json never writes a fraction. to_char with the same format took about a third
+ * more of the statement for a day of 1-minute points (docs/performance.md, "Telemetry queries: bucket
+ * times written by to_json").
+ */
+const bucketStartJson = (column: string) => `left(to_json(${column} AT TIME ZONE 'UTC')::text, -1)`;
+
+/**
  * The points of a stored resolution, built where the buckets are, as the text of the response's JSON array
  * items: one number per bucket instead of every statistic, and no row for Node to parse and serialise
  * again, which is what keeps a day of 1-minute points fast. The arithmetic is pointValue's
@@ -374,20 +384,17 @@ const selectBuckets = (resolution: StoredResolution, pending: boolean) => `
  *
  * Each capability ($2, its function $5) is read on its own, in bucket order straight from the key's
  * index, which PostgreSQL 16 and later aggregate without sorting; its item prefix ($6,
- * `{"capability_key":…,"bucket":"`) comes written from Node rather than built per bucket. The sort and the
+ * `{"capability_key":…,"bucket":`) comes written from Node rather than built per bucket. The sort and the
  * per-bucket prefix took about a quarter of the statement's time for a day of 1-minute points
  * (docs/performance.md, "Telemetry queries: points read per capability").
  */
-// The format of Date.prototype.toISOString, so both paths write bucket times identically.
-const ISO_UTC = 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"';
-
 const selectPointsJson = (resolution: StoredResolution, pending: boolean) => `
   SELECT coalesce(string_agg(c.points, ',' ORDER BY a.n), '') AS points
     FROM unnest($2::text[], $5::text[], $6::text[]) WITH ORDINALITY AS a(capability, aggregation, prefix, n)
     CROSS JOIN LATERAL (
       SELECT string_agg(
-               a.prefix || to_char(b.bucket_start AT TIME ZONE 'UTC', '${ISO_UTC}')
-                 || '","value":' || CASE WHEN p.value IS NULL OR p.value IN ('Infinity', '-Infinity', 'NaN')
+               a.prefix || ${bucketStartJson('b.bucket_start')} || '.000Z","value":'
+                 || CASE WHEN p.value IS NULL OR p.value IN ('Infinity', '-Infinity', 'NaN')
                                          THEN 'null' ELSE p.value::text END
                  || ',"samples":' || b.samples || '}',
                ',' ORDER BY b.bucket_start) AS points
