@@ -17,6 +17,8 @@ export async function openEventStore(options: {
   idlePollMs?: number;
   /** Postgres: hears when the connection that listens for appends is lost and back. */
   logger?: Logger;
+  /** Postgres: subscriptions within these types share their reads (shared-pages.ts). */
+  sharedReads?: { readonly eventTypes: readonly string[]; readonly maxEvents: number };
 }): Promise<EventStore> {
   const url = options.eventStoreUrl;
   if (url && /^(kurrentdb|esdb)(\+discover)?:\/\//.test(url)) {
@@ -32,5 +34,6 @@ export async function openEventStore(options: {
     connectionString: options.databaseUrl,
     idlePollMs: options.idlePollMs,
     logger: options.logger,
+    sharedReads: options.sharedReads,
   });
 }

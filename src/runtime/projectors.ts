@@ -18,6 +18,14 @@ import { telemetryFamily } from '../projections/telemetry/projector.js';
 /** The projectors heavy enough to be split into partitions (docs/deployment.md). */
 export const PARTITIONABLE: readonly PartitionableProjector[] = [stateFamily, telemetryFamily];
 
+/**
+ * The event types the partitionable projectors follow. Their subscriptions (every partition of each) read
+ * one chain of pages of these types rather than each its own (src/eventstore/shared-pages.ts).
+ */
+export const SHARED_READ_TYPES: readonly string[] = [
+  ...new Set(PARTITIONABLE.flatMap((family) => family.create(family.family).eventTypes)),
+];
+
 /** Partition count per partitionable family; a family not named runs whole. */
 export type Partitioning = Readonly<Record<string, number>>;
 

@@ -16,7 +16,7 @@ import { scheduledJobs } from '../scheduler/jobs.js';
 import { runScheduler } from '../scheduler/scheduler.js';
 import { openDatabase, type Database } from './database.js';
 import { ProjectorProcess } from './projector-process.js';
-import { allProjectors, partitioningOf } from './projectors.js';
+import { allProjectors, partitioningOf, SHARED_READ_TYPES } from './projectors.js';
 import { PartitionShare } from '../projections/partition-share.js';
 import { openClusterLimits, type ClusterLimits } from '../api/cluster-limits/index.js';
 
@@ -60,6 +60,8 @@ export async function startService(
     databaseUrl: database.url,
     idlePollMs: config.PROJECTION_IDLE_POLL_MS,
     logger,
+    // A projector farther behind the others than one batch reads on its own.
+    sharedReads: { eventTypes: SHARED_READ_TYPES, maxEvents: config.PROJECTION_BATCH_SIZE },
   });
   const projectors = allProjectors(await partitioningOf(database.pool, config.PROJECTOR_PARTITIONS, logger));
   // Read-model tables exist before any role answers, even where no projector runs in this process.

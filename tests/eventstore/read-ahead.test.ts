@@ -5,8 +5,7 @@ import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.j
 import type { EventStore, RecordedEvent } from '../../src/eventstore/port.js';
 import { pageReader } from '../../src/eventstore/read-ahead.js';
 import { replayPages } from '../../src/projections/replay.js';
-import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore, untilVisible } from '../support/event-store.js';
+import { eventStoreForEachTest, untilVisible } from '../support/event-store.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
 import { until } from '../support/edge-agent.js';
 
@@ -20,16 +19,10 @@ async function appendTicks(store: EventStore, count: number) {
 const ticks = (events: readonly RecordedEvent[]) => events.map((e) => (e.data as { n: number }).n);
 
 describe('reading pages of the global order one ahead', () => {
-  let db: TestDatabase;
+  // Only notifications wake an idle subscription within a test's time.
+  const running = eventStoreForEachTest({ idlePollMs: 60_000 });
   let store: PostgresEventStore;
-  beforeEach(async () => {
-    // Only notifications wake an idle subscription within a test's time.
-    ({ db, store } = await openEventStore({ idlePollMs: 60_000 }));
-  });
-  afterEach(async () => {
-    sinon.restore();
-    await closeEventStore({ db, store });
-  });
+  beforeEach(() => ({ store } = running));
 
   it('starts the next read at once and hands its page over only for the position it was read from', async () => {
     await appendTicks(store, 25);

@@ -1,3 +1,4 @@
+import sinon from 'sinon';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { Logger } from '../../src/infra/logger.js';
 import type { EventStore } from '../../src/eventstore/port.js';
@@ -24,6 +25,30 @@ export function eventStoreOver(db: TestDatabase, options: StoreOptions = {}): Po
 export async function openEventStore(options: StoreOptions = {}): Promise<RunningEventStore> {
   const db = await freshDatabase();
   return { db, store: eventStoreOver(db, options) };
+}
+
+/**
+ * A fresh store for each test of the suite that calls it (mocha's hooks), with sinon restored after each;
+ * read `db` and `store` inside the tests.
+ */
+export function eventStoreForEachTest(options: StoreOptions = {}): RunningEventStore {
+  let running: Partial<RunningEventStore> = {};
+  beforeEach(async () => {
+    running = await openEventStore(options);
+  });
+  afterEach(async () => {
+    sinon.restore();
+    await closeEventStore(running);
+    running = {};
+  });
+  return {
+    get db() {
+      return running.db!;
+    },
+    get store() {
+      return running.store!;
+    },
+  };
 }
 
 /** Closes the store (its LISTEN connection), then drops the database; either is absent if setup failed. */

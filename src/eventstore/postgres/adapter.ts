@@ -39,6 +39,7 @@ import {
   RETENTION_HORIZON,
 } from './sql.js';
 import { subscribeByPolling, type AppendWakeup } from './subscription.js';
+import { sharedPages, type SharedPages } from '../shared-pages.js';
 
 const EXPECTED_CODES = { no_stream: -1n, any: -2n, stream_exists: -3n } as const;
 
@@ -78,15 +79,24 @@ export class PostgresEventStore implements EventStore {
   /** Tries to open LISTEN that failed since it was last open: only the first of a spell is a warning. */
   private failedTries = 0;
   private closed = false;
+  private readonly shared: SharedPages | undefined;
 
   /**
    * `connectionString` opens the one extra connection that LISTENs for appends; `logger` hears when it is
-   * lost and when it is back, as subscriptions meanwhile see appends only at their idle poll.
+   * lost and when it is back, as subscriptions meanwhile see appends only at their idle poll. Subscriptions
+   * whose types all lie within `sharedReads` read through one chain of pages (shared-pages.ts).
    */
   constructor(
     private readonly pool: pg.Pool,
-    private readonly options: { connectionString: string; idlePollMs?: number; logger?: Logger },
-  ) {}
+    private readonly options: {
+      connectionString: string;
+      idlePollMs?: number;
+      logger?: Logger;
+      sharedReads?: { readonly eventTypes: readonly string[]; readonly maxEvents: number };
+    },
+  ) {
+    this.shared = options.sharedReads && sharedPages(this, options.sharedReads);
+  }
 
   async append(
     streamName: string,
@@ -238,7 +248,23 @@ export class PostgresEventStore implements EventStore {
   }
 
   subscribeToAll(options: SubscribeOptions): Subscription {
-    return subscribeByPolling(this, options, (wake) => this.onAppend(wake), this.idlePollMs());
+    const onAppend = (wake: (notice: AppendNotice) => void) => this.onAppend(wake);
+    const shared = this.shared;
+    if (!shared?.covers(options.eventTypes)) {
+      return subscribeByPolling(this, options, onAppend, this.idlePollMs());
+    }
+    const subscription = subscribeByPolling(shared, options, onAppend, this.idlePollMs());
+    return {
+      // Counted among the readers the shared pages wait for while it runs (shared-pages.ts).
+      async *[Symbol.asyncIterator]() {
+        const leave = shared.join();
+        try {
+          yield* subscription;
+        } finally {
+          leave();
+        }
+      },
+    };
   }
 
   async headPosition(): Promise<string | undefined> {
