@@ -15,6 +15,8 @@ import type { EventStore, ReadAllOptions, ReadAllPage, RecordedEvent } from './p
  * first, only added a round trip to every batch. Counts go by all of `eventTypes`, so a reader's page
  * holds at most `maxCount` events, and fewer when types it does not follow are among them.
  *
+ * Only pages that reached the head are kept (a reader behind it reads on its own, as readers behind
+ * rarely stand at the same position); one still being read is joined whatever it returns.
  * A page goes as soon as every reader that joined (`join`) has walked past it, so at the head pages live
  * no longer than the slowest reader takes to come by; at most `maxEvents` events are kept in any case
  * (a page counts at least one, so empty pages that only moved a position are bounded too), the oldest
@@ -76,8 +78,10 @@ export function sharedPages(
     page.then(
       (read) => {
         if (kept.get(key) !== entry) return;
-        // A page that moved no position would chain to itself.
-        if (read.lastPosition === undefined || read.lastPosition === after) {
+        // A page that moved no position would chain to itself. A full one was read by a reader behind the
+        // head, where readers rarely meet: keeping them made the projector process busier and ingest
+        // slower at 10,000 msg/s (docs/performance.md), so only those that reached the head are kept.
+        if (read.lastPosition === undefined || read.lastPosition === after || !read.atEnd) {
           kept.delete(key);
           return;
         }

@@ -154,49 +154,77 @@ describe('pages of the global order shared by readers of overlapping types', () 
     );
     const all = await direct(store, ['Read']);
     const pages = sharedPages(store, { eventTypes: TYPES, maxEvents: 1000 });
-    const wide = await pages.readAll({ maxCount: 20, eventTypes: ['Read'] });
-    expect(ids(wide.events)).to.deep.equal(ids(all.slice(0, 20)));
-    expect(wide.atEnd).to.equal(false);
+    const wide = await pages.readAll({ maxCount: 50, eventTypes: ['Read'] });
+    expect(ids(wide.events)).to.deep.equal(ids(all));
+    expect(wide.atEnd).to.equal(true);
 
+    const readAll = sinon.spy(store, 'readAll');
     const narrow = await pages.readAll({ maxCount: 8, eventTypes: ['Read'] });
     expect(ids(narrow.events)).to.deep.equal(ids(all.slice(0, 8)));
     expect(narrow.lastPosition).to.equal(all[7]!.position);
     expect(narrow.atEnd).to.equal(false);
+    expect(readAll.callCount, 'cut from the kept page').to.equal(0);
     const rest = await pages.readAll({ after: narrow.lastPosition, maxCount: 100, eventTypes: ['Read'] });
     expect(ids(rest.events)).to.deep.equal(ids(all.slice(8)));
   });
 
-  it('keeps at most maxEvents, dropping the oldest pages, and then reads the store again', async () => {
-    await appendOf(
-      store,
-      Array.from({ length: 40 }, () => 'Read'),
-    );
-    const pages = sharedPages(store, { eventTypes: TYPES, maxEvents: 25 });
-    let after: string | undefined;
-    for (let n = 0; n < 4; n++) {
-      after = (await pages.readAll({ after, maxCount: 10, eventTypes: ['Read'] })).lastPosition;
-      expect(pages.keptEvents).to.be.at.most(25);
-    }
-    expect(pages.keptEvents, 'the two newest pages of ten events').to.equal(20);
-    const readAll = sinon.spy(store, 'readAll');
-    const again = await pages.readAll({ maxCount: 10, eventTypes: ['Read'] });
-    expect(readAll.callCount, 'the first page was dropped').to.equal(1);
-    expect(again.events).to.have.length(10);
-  });
-
-  it('drops a page once every reader that joined has walked past it', async () => {
+  it('keeps only pages that reached the head: a reader behind it reads on its own', async () => {
     await appendOf(
       store,
       Array.from({ length: 12 }, () => 'Read'),
     );
     const pages = sharedPages(store, { eventTypes: TYPES, maxEvents: 1000 });
+    const readAll = sinon.spy(store, 'readAll');
+    const full = await pages.readAll({ maxCount: 5, eventTypes: ['Read'] });
+    expect(full.atEnd).to.equal(false);
+    expect(pages.keptEvents).to.equal(0);
+    const again = await pages.readAll({ maxCount: 5, eventTypes: ['Read'] });
+    expect(ids(again.events)).to.deep.equal(ids(full.events));
+    expect(readAll.callCount, 'read again').to.equal(2);
+
+    // Two readers behind that ask at once still share the read under way.
+    const [one, two] = await Promise.all([
+      pages.readAll({ after: full.lastPosition, maxCount: 5, eventTypes: ['Read'] }),
+      pages.readAll({ after: full.lastPosition, maxCount: 5, eventTypes: ['Read', 'Sited'] }),
+    ]);
+    expect(ids(two.events)).to.deep.equal(ids(one.events));
+    expect(readAll.callCount).to.equal(3);
+    expect(pages.keptEvents).to.equal(0);
+  });
+
+  it('keeps at most maxEvents, dropping the oldest pages, and then reads the store again', async () => {
+    const pages = sharedPages(store, { eventTypes: TYPES, maxEvents: 25 });
+    let after: string | undefined;
+    for (let n = 0; n < 4; n++) {
+      await appendOf(
+        store,
+        Array.from({ length: 10 }, () => 'Read'),
+      );
+      const page = await pages.readAll({ after, maxCount: 100, eventTypes: ['Read'] });
+      expect(page.events).to.have.length(10);
+      after = page.lastPosition;
+      expect(pages.keptEvents).to.be.at.most(25);
+    }
+    expect(pages.keptEvents, 'the two newest pages of ten events').to.equal(20);
+    const readAll = sinon.spy(store, 'readAll');
+    const again = await pages.readAll({ maxCount: 100, eventTypes: ['Read'] });
+    expect(readAll.callCount, 'the first page was dropped').to.equal(1);
+    expect(again.events).to.have.length(40);
+  });
+
+  it('drops a page once every reader that joined has walked past it', async () => {
+    const pages = sharedPages(store, { eventTypes: TYPES, maxEvents: 1000 });
     const leaveState = pages.join();
     const leaveTelemetry = pages.join();
+    await appendOf(
+      store,
+      Array.from({ length: 5 }, () => 'Read'),
+    );
     const readAll = sinon.spy(store, 'readAll');
 
-    const first = await pages.readAll({ maxCount: 5, eventTypes: ['Read'] });
+    const first = await pages.readAll({ maxCount: 100, eventTypes: ['Read'] });
     expect(pages.keptEvents, 'one of two readers passed').to.equal(5);
-    const again = await pages.readAll({ maxCount: 5, eventTypes: ['Read', 'Sited'] });
+    const again = await pages.readAll({ maxCount: 100, eventTypes: ['Read', 'Sited'] });
     expect(ids(again.events)).to.deep.equal(ids(first.events));
     expect(readAll.callCount).to.equal(1);
     expect(pages.keptEvents, 'both passed: nothing is kept for anyone').to.equal(0);
@@ -204,10 +232,14 @@ describe('pages of the global order shared by readers of overlapping types', () 
     // A reader that leaves is no longer waited for.
     leaveTelemetry();
     leaveTelemetry();
-    await pages.readAll({ after: first.lastPosition, maxCount: 5, eventTypes: ['Read'] });
+    await appendOf(
+      store,
+      Array.from({ length: 5 }, () => 'Read'),
+    );
+    await pages.readAll({ after: first.lastPosition, maxCount: 100, eventTypes: ['Read'] });
     expect(pages.keptEvents).to.equal(0);
     leaveState();
-    await pages.readAll({ after: first.lastPosition, maxCount: 5, eventTypes: ['Read'] });
+    await pages.readAll({ after: first.lastPosition, maxCount: 100, eventTypes: ['Read'] });
     expect(pages.keptEvents, 'no one joined: kept until the bound').to.equal(5);
   });
 
