@@ -1,6 +1,7 @@
 import type { Logger } from '../infra/logger.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import type { EventStore } from './port.js';
+import type { SharedReads } from './shared-pages.js';
 import { PostgresEventStore } from './postgres/adapter.js';
 
 /**
@@ -18,7 +19,7 @@ export async function openEventStore(options: {
   /** Postgres: hears when the connection that listens for appends is lost and back. */
   logger?: Logger;
   /** Postgres: subscriptions within these types share their reads (shared-pages.ts). */
-  sharedReads?: { readonly eventTypes: readonly string[]; readonly maxEvents: number };
+  sharedReads?: SharedReads;
 }): Promise<EventStore> {
   const url = options.eventStoreUrl;
   if (url && /^(kurrentdb|esdb)(\+discover)?:\/\//.test(url)) {

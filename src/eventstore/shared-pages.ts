@@ -29,8 +29,14 @@ export interface SharedPages {
   /** Counts a reader in until the returned function is called: pages wait for every reader counted. */
   join(): () => void;
   readAll(options: ReadAllOptions): Promise<ReadAllPage>;
-  /** Events kept now (pages counted as above), for tests and metrics. */
+  /** Events kept now (pages counted as above), for tests. */
   readonly keptEvents: number;
+}
+
+/** Which subscriptions share their reads, and how many events may be kept for them (SharedPages). */
+export interface SharedReads {
+  readonly eventTypes: readonly string[];
+  readonly maxEvents: number;
 }
 
 interface KeptPage {
@@ -44,10 +50,7 @@ interface KeptPage {
 /** The key of the start of the order, which no position is (positions are non-empty). */
 const START = '';
 
-export function sharedPages(
-  store: Pick<EventStore, 'readAll'>,
-  options: { readonly eventTypes: readonly string[]; readonly maxEvents: number },
-): SharedPages {
+export function sharedPages(store: Pick<EventStore, 'readAll'>, options: SharedReads): SharedPages {
   const shared = new Set(options.eventTypes);
   const eventTypes = [...shared];
   const kept = new Map<string, KeptPage>();
@@ -70,7 +73,7 @@ export function sharedPages(
     }
   };
 
-  const readFresh = (after: string | undefined, maxCount: number) => {
+  const readFresh = (after: string | undefined, maxCount: number): KeptPage => {
     const key = after ?? START;
     const page = store.readAll({ after, maxCount, eventTypes });
     const entry: KeptPage = { page, weight: 0, passes: 0 };
@@ -91,7 +94,7 @@ export function sharedPages(
       },
       () => drop(key, entry),
     );
-    return { key, entry };
+    return entry;
   };
 
   return {
@@ -125,7 +128,7 @@ export function sharedPages(
         const found = kept.get(key);
         // The end of the chain: what others read is handed out without a read of the store after it.
         if (!found && walked) break;
-        const { entry } = found ? { entry: found } : readFresh(last, room);
+        const entry = found ?? readFresh(last, room);
         const page = await entry.page;
         if (page.events.length > room) {
           // Only a page read with a larger count than this request's: cut it at the room left.

@@ -39,7 +39,7 @@ import {
   RETENTION_HORIZON,
 } from './sql.js';
 import { subscribeByPolling, type AppendWakeup } from './subscription.js';
-import { sharedPages, type SharedPages } from '../shared-pages.js';
+import { sharedPages, type SharedPages, type SharedReads } from '../shared-pages.js';
 
 const EXPECTED_CODES = { no_stream: -1n, any: -2n, stream_exists: -3n } as const;
 
@@ -92,7 +92,7 @@ export class PostgresEventStore implements EventStore {
       connectionString: string;
       idlePollMs?: number;
       logger?: Logger;
-      sharedReads?: { readonly eventTypes: readonly string[]; readonly maxEvents: number };
+      sharedReads?: SharedReads;
     },
   ) {
     this.shared = options.sharedReads && sharedPages(this, options.sharedReads);
