@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
@@ -136,6 +137,19 @@ describe('MQTT broker security (real TLS, real MQTT clients)', function () {
       const client = f.connect({ clientId: B, certificate: expired });
       await refused(client);
       await eventually(() => rejected('tls_handshake'), 'tls_handshake rejection');
+      await legitimateTrafficFlows();
+    });
+
+    it('refuses MQTT 5 with CONNACK return code 1, as MQTT.js reports it (docs/mqtt.md)', async function () {
+      const client = f.connect({ clientId: B, certificate: await f.certificateFor(B), protocolVersion: 5 });
+      const error = new Promise<Error & { code?: number }>((resolve) => client.once('error', resolve));
+      expect(await refused(client)).to.match(/unacceptable protocol version/i);
+      const code = (await error).code;
+      expect(code).to.equal(1);
+      // The connection table's Protocol row tells agent authors what their client shows: keep it true.
+      const docs = await readFile(new URL('../../docs/mqtt.md', import.meta.url), 'utf8');
+      const protocolRow = docs.split('\n').find((line) => line.startsWith('| Protocol '));
+      expect(protocolRow).to.include(`return code ${code}`).and.include('CONNACK (132)');
       await legitimateTrafficFlows();
     });
 

@@ -109,6 +109,8 @@ export interface AgentConnectOptions {
   readonly certificate?: IssuedCertificate;
   readonly will?: IClientOptions['will'] | null;
   readonly reconnect?: boolean;
+  /** 4 (MQTT 3.1.1, what the broker speaks) unless a test offers another. */
+  readonly protocolVersion?: 4 | 5;
 }
 
 export const MAX_PACKET_BYTES = 4096;
@@ -169,7 +171,7 @@ export async function startBrokerFixture(overrides: Partial<BrokerOptions> = {})
               retain: false,
             });
       const client = mqtt.connect(`mqtts://127.0.0.1:${fixture.broker.port}`, {
-        protocolVersion: 4,
+        protocolVersion: options.protocolVersion ?? 4,
         clientId: options.clientId,
         clean: true,
         ca: authority.certificatePem,
