@@ -346,6 +346,42 @@ describe('control plane API: grants and commands', function () {
       expect(reasonsOf(unknown)).to.deep.equal(['challenge_invalid']);
     });
 
+    it('answered with another mode or TTL: challenge_mismatch; the exact command is still accepted', async () => {
+      const deviceId = await armed();
+      const challenge = challengeOf(
+        await post(deviceId, { ...contactorOn, mode: 'imperative', ttlSeconds: 60 }),
+      );
+      const answer = { ...contactorOn, challengeId: challenge.challengeId };
+      const otherMode = await post(deviceId, { ...answer, mode: 'desired', ttlSeconds: 60 });
+      expect(reasonsOf(otherMode)).to.deep.equal(['challenge_mismatch']);
+      const otherTtl = await post(deviceId, { ...answer, mode: 'imperative', ttlSeconds: 30 });
+      expect(reasonsOf(otherTtl)).to.deep.equal(['challenge_mismatch']);
+      const both = await post(deviceId, { ...answer, mode: 'desired', ttlSeconds: 86_400 });
+      expect(reasonsOf(both)).to.deep.equal(['challenge_mismatch']);
+      const exact = await post(deviceId, { ...answer, mode: 'imperative', ttlSeconds: 60 });
+      expect(exact.status, exact.text).to.equal(201);
+      expect((exact.body as CommandBody).command).to.deep.include({ mode: 'imperative', ttlSeconds: 60 });
+    });
+
+    it('a revoke and re-grant, or a quarantine and release, after the challenge void it', async () => {
+      const deviceId = await armed();
+      const regranted = challengeOf(await post(deviceId, contactorOn));
+      expect((await putGrant(deviceId, 'actuator.contactor', false)).status).to.equal(200);
+      expect((await putGrant(deviceId, 'actuator.contactor', true)).status).to.equal(200);
+      const afterRegrant = await post(deviceId, { ...contactorOn, challengeId: regranted.challengeId });
+      expect(reasonsOf(afterRegrant)).to.deep.equal(['challenge_voided']);
+
+      const released = challengeOf(await post(deviceId, contactorOn));
+      await setDeviceStatus(api.store, { deviceId, status: 'quarantined', now: new Date(clock) });
+      await setDeviceStatus(api.store, { deviceId, status: 'active', now: new Date(clock) });
+      const afterRelease = await post(deviceId, { ...contactorOn, challengeId: released.challengeId });
+      expect(reasonsOf(afterRelease)).to.deep.equal(['challenge_voided']);
+
+      // A fresh challenge, issued to the device as it now stands, is answerable.
+      const fresh = challengeOf(await post(deviceId, contactorOn));
+      expect((await post(deviceId, { ...contactorOn, challengeId: fresh.challengeId })).status).to.equal(201);
+    });
+
     it('without commands:high_risk: 403 without reasons, before the gate (even for a missing device)', async () => {
       const deviceId = await armed();
       const lowRisk = await tenant.token(['commands:write']);

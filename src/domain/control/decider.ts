@@ -256,6 +256,8 @@ function requestCommand(command: RequestCommand, state: DeviceControlState): Con
           clientId: command.clientId,
           capability: command.capability,
           value,
+          mode,
+          ttlSeconds,
           issuedAt: command.at,
           expiresAt: command.challengeExpiresAt,
         },
