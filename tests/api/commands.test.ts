@@ -382,6 +382,23 @@ describe('control plane API: grants and commands', function () {
       expect((await post(deviceId, { ...contactorOn, challengeId: fresh.challengeId })).status).to.equal(201);
     });
 
+    it('a challengeId on an S1 or S2 command: 422 challenge_not_applicable, nothing accepted', async () => {
+      const deviceId = await armed(['actuator.relay', 'binary.switch']);
+      for (const body of [relayOn, { capabilityKey: 'binary.switch', value: true }]) {
+        const answer = await post(deviceId, { ...body, challengeId: 'chl_anything' });
+        expect(answer.body).to.deep.equal({
+          error: 'invalid_request',
+          reason: 'challenge_not_applicable',
+          field: 'challengeId',
+        });
+        expect(answer.status).to.equal(422);
+      }
+      const accepted = (await api.store.readStream(deviceStreamName(deviceId))).filter(
+        (e) => e.type === 'CommandAccepted',
+      );
+      expect(accepted).to.have.length(0);
+    });
+
     it('without commands:high_risk: 403 without reasons, before the gate (even for a missing device)', async () => {
       const deviceId = await armed();
       const lowRisk = await tenant.token(['commands:write']);

@@ -517,5 +517,17 @@ describe('control decider', () => {
           .thenFails(Refusal, refusedWith(['challenge_mismatch']));
       });
     });
+
+    it('a challengeId on an S1 or S2 command is a 422 on that field, not ignored', () => {
+      for (const capability of ['binary.switch', 'actuator.relay']) {
+        given(controlDecider, armed)
+          .when(request({ capability, challengeId: 'chl_1' }))
+          .thenFails(InvalidInput, (e) => {
+            expect(e.errorCode).to.equal('invalid_request');
+            expect(e.field).to.equal('challengeId');
+            expect(e.reason).to.equal('challenge_not_applicable');
+          });
+      }
+    });
   });
 });

@@ -553,8 +553,8 @@ function controlOperations(): (readonly [string, string, Json])[] {
       413: error('Body over 64 kB.'),
       415: error('The body is not JSON.'),
       422: error(
-        'A body that does not fit (`invalid_request`), or a value that fails the capability (`invalid_value`) ' +
-          'when no policy reason stands.',
+        'A body that does not fit (`invalid_request`; a challengeId on an S1/S2 command is ' +
+          '`challenge_not_applicable`), or a value that fails the capability (`invalid_value`) when no policy reason stands.',
       ),
       503: contended,
     },

@@ -40,12 +40,10 @@ export const commandRequestSchema = z.strictObject({
     .max(TTL_SECONDS_MAX, { error: 'out_of_range' })
     .meta({ description: `Whole seconds, ${TTL_SECONDS_MIN} to ${TTL_SECONDS_MAX}; never clamped.` }),
   confirm: z.boolean({ error: 'wrong_type' }).optional().meta({ description: 'Must be true for S2 and S3.' }),
-  challengeId: z
-    .string({ error: 'wrong_type' })
-    .min(1)
-    .max(64)
-    .optional()
-    .meta({ description: 'S3 second step: the challengeId of the 403 challenge_required answer.' }),
+  challengeId: z.string({ error: 'wrong_type' }).min(1).max(64).optional().meta({
+    description:
+      'S3 second step only: the challengeId of the 403 challenge_required answer (422 on an S1/S2 command).',
+  }),
   idempotencyKey: idempotencyKeySchema.optional(),
 });
 
