@@ -225,6 +225,23 @@ describe('control plane API: grants and commands', function () {
       const deviceId = await device();
       expect(reasonsOf(await post(deviceId, { ...relayOn, value: 'on' }))).to.deep.equal(['grant_missing']);
     });
+
+    it('an empty or over-long capabilityKey or challengeId: 422 empty / too_long on that field', async () => {
+      const deviceId = await armed();
+      const cases: [Record<string, unknown>, string, string][] = [
+        [{ ...contactorOn, capabilityKey: '' }, 'empty', 'capabilityKey'],
+        [{ ...contactorOn, capabilityKey: 'x'.repeat(129) }, 'too_long', 'capabilityKey'],
+        [{ ...contactorOn, challengeId: '' }, 'empty', 'challengeId'],
+        [{ ...contactorOn, challengeId: 'c'.repeat(65) }, 'too_long', 'challengeId'],
+        [{ ...contactorOn, capabilityKey: 7 }, 'wrong_type', 'capabilityKey'],
+        [{ ...contactorOn, challengeId: 7 }, 'wrong_type', 'challengeId'],
+      ];
+      for (const [body, reason, field] of cases) {
+        const answer = await post(deviceId, body);
+        expect(answer.status, JSON.stringify(body)).to.equal(422);
+        expect(answer.body).to.deep.equal({ error: 'invalid_request', reason, field });
+      }
+    });
   });
 
   describe('idempotency', () => {
