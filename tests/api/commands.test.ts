@@ -225,6 +225,23 @@ describe('control plane API: grants and commands', function () {
       const deviceId = await device();
       expect(reasonsOf(await post(deviceId, { ...relayOn, value: 'on' }))).to.deep.equal(['grant_missing']);
     });
+
+    it('an empty or over-long capabilityKey or challengeId: 422 empty / too_long on that field', async () => {
+      const deviceId = await armed();
+      const cases: [Record<string, unknown>, string, string][] = [
+        [{ ...contactorOn, capabilityKey: '' }, 'empty', 'capabilityKey'],
+        [{ ...contactorOn, capabilityKey: 'x'.repeat(129) }, 'too_long', 'capabilityKey'],
+        [{ ...contactorOn, challengeId: '' }, 'empty', 'challengeId'],
+        [{ ...contactorOn, challengeId: 'c'.repeat(65) }, 'too_long', 'challengeId'],
+        [{ ...contactorOn, capabilityKey: 7 }, 'wrong_type', 'capabilityKey'],
+        [{ ...contactorOn, challengeId: 7 }, 'wrong_type', 'challengeId'],
+      ];
+      for (const [body, reason, field] of cases) {
+        const answer = await post(deviceId, body);
+        expect(answer.status, JSON.stringify(body)).to.equal(422);
+        expect(answer.body).to.deep.equal({ error: 'invalid_request', reason, field });
+      }
+    });
   });
 
   describe('idempotency', () => {
@@ -344,6 +361,59 @@ describe('control plane API: grants and commands', function () {
       expect(reasonsOf(otherValue)).to.deep.equal(['challenge_mismatch']);
       const unknown = await post(deviceId, { ...contactorOn, challengeId: 'chl_made_up' });
       expect(reasonsOf(unknown)).to.deep.equal(['challenge_invalid']);
+    });
+
+    it('answered with another mode or TTL: challenge_mismatch; the exact command is still accepted', async () => {
+      const deviceId = await armed();
+      const challenge = challengeOf(
+        await post(deviceId, { ...contactorOn, mode: 'imperative', ttlSeconds: 60 }),
+      );
+      const answer = { ...contactorOn, challengeId: challenge.challengeId };
+      const otherMode = await post(deviceId, { ...answer, mode: 'desired', ttlSeconds: 60 });
+      expect(reasonsOf(otherMode)).to.deep.equal(['challenge_mismatch']);
+      const otherTtl = await post(deviceId, { ...answer, mode: 'imperative', ttlSeconds: 30 });
+      expect(reasonsOf(otherTtl)).to.deep.equal(['challenge_mismatch']);
+      const both = await post(deviceId, { ...answer, mode: 'desired', ttlSeconds: 86_400 });
+      expect(reasonsOf(both)).to.deep.equal(['challenge_mismatch']);
+      const exact = await post(deviceId, { ...answer, mode: 'imperative', ttlSeconds: 60 });
+      expect(exact.status, exact.text).to.equal(201);
+      expect((exact.body as CommandBody).command).to.deep.include({ mode: 'imperative', ttlSeconds: 60 });
+    });
+
+    it('a revoke and re-grant, or a quarantine and release, after the challenge void it', async () => {
+      const deviceId = await armed();
+      const regranted = challengeOf(await post(deviceId, contactorOn));
+      expect((await putGrant(deviceId, 'actuator.contactor', false)).status).to.equal(200);
+      expect((await putGrant(deviceId, 'actuator.contactor', true)).status).to.equal(200);
+      const afterRegrant = await post(deviceId, { ...contactorOn, challengeId: regranted.challengeId });
+      expect(reasonsOf(afterRegrant)).to.deep.equal(['challenge_voided']);
+
+      const released = challengeOf(await post(deviceId, contactorOn));
+      await setDeviceStatus(api.store, { deviceId, status: 'quarantined', now: new Date(clock) });
+      await setDeviceStatus(api.store, { deviceId, status: 'active', now: new Date(clock) });
+      const afterRelease = await post(deviceId, { ...contactorOn, challengeId: released.challengeId });
+      expect(reasonsOf(afterRelease)).to.deep.equal(['challenge_voided']);
+
+      // A fresh challenge, issued to the device as it now stands, is answerable.
+      const fresh = challengeOf(await post(deviceId, contactorOn));
+      expect((await post(deviceId, { ...contactorOn, challengeId: fresh.challengeId })).status).to.equal(201);
+    });
+
+    it('a challengeId on an S1 or S2 command: 422 challenge_not_applicable, nothing accepted', async () => {
+      const deviceId = await armed(['actuator.relay', 'binary.switch']);
+      for (const body of [relayOn, { capabilityKey: 'binary.switch', value: true }]) {
+        const answer = await post(deviceId, { ...body, challengeId: 'chl_anything' });
+        expect(answer.body).to.deep.equal({
+          error: 'invalid_request',
+          reason: 'challenge_not_applicable',
+          field: 'challengeId',
+        });
+        expect(answer.status).to.equal(422);
+      }
+      const accepted = (await api.store.readStream(deviceStreamName(deviceId))).filter(
+        (e) => e.type === 'CommandAccepted',
+      );
+      expect(accepted).to.have.length(0);
     });
 
     it('without commands:high_risk: 403 without reasons, before the gate (even for a missing device)', async () => {

@@ -399,6 +399,8 @@ describe('control decider', () => {
               clientId: 'cli_1',
               capability: 'actuator.contactor',
               value: true,
+              mode: 'imperative',
+              ttlSeconds: 60,
               issuedAt: AT,
               expiresAt: '2026-01-01T00:01:30.000Z',
             },
@@ -448,6 +450,84 @@ describe('control decider', () => {
       given(controlDecider, [...armed, issued])
         .when(s3({ challengeId: 'chl_zz' }))
         .thenFails(Refusal, refusedWith(['challenge_invalid']));
+    });
+
+    describe('the answer must be the very command the challenge was issued for', () => {
+      const answer = (overrides: Partial<RequestCommand> = {}) => s3({ challengeId: 'chl_1', ...overrides });
+
+      it('the exact same command is accepted', () => {
+        given(controlDecider, [...armed, issued])
+          .when(answer())
+          .then([
+            accepted({ capability: 'actuator.contactor', idempotencyKey: 'k-s3', challengeId: 'chl_1' }),
+          ]);
+      });
+
+      it('another mode, TTL or value: challenge_mismatch', () => {
+        for (const other of [
+          { mode: 'desired' },
+          { ttlSeconds: 30, expiresAt: '2026-01-01T00:01:00.000Z' },
+          { value: false },
+        ]) {
+          given(controlDecider, [...armed, issued])
+            .when(answer(other))
+            .thenFails(Refusal, refusedWith(['challenge_mismatch']));
+        }
+      });
+
+      it('another client, even of the same project: challenge_foreign', () => {
+        given(controlDecider, [...armed, issued])
+          .when(answer({ clientId: 'cli_2', by: { kind: 'client', clientId: 'cli_2' } }))
+          .thenFails(Refusal, refusedWith(['challenge_foreign']));
+      });
+
+      /** Given a challenge, then these facts on the device, when it is answered exactly: voided. */
+      const voidedAfter = (...changes: ControlEvent[]) =>
+        given(controlDecider, [...armed, issued, ...changes])
+          .when(answer())
+          .thenFails(Refusal, refusedWith(['challenge_voided']));
+
+      it('a revoke and a re-grant after the challenge void it', () => {
+        voidedAfter(
+          history.revoked('actuator.contactor'),
+          history.granted('actuator.contactor', '2026-01-01T00:00:07.000Z'),
+        );
+      });
+
+      it('a grant change of another capability of the device voids it too', () => {
+        voidedAfter(history.revoked('actuator.relay'));
+      });
+
+      it('a profile downgrade, then draft → verified and a re-grant after the challenge void it', () => {
+        voidedAfter(
+          history.downgraded(),
+          history.revoked('actuator.contactor'),
+          history.verified(),
+          history.granted('actuator.contactor', '2026-01-01T00:00:07.000Z'),
+        );
+      });
+
+      it('quarantine and back to active after the challenge void it', () => {
+        voidedAfter(history.lifecycle('quarantined'), history.lifecycle('active'));
+      });
+
+      it('a challenge recorded without mode and TTL (an older event) can no longer be answered', () => {
+        given(controlDecider, [...armed, history.challengeWithoutModeAndTtl('chl_1')])
+          .when(answer())
+          .thenFails(Refusal, refusedWith(['challenge_mismatch']));
+      });
+    });
+
+    it('a challengeId on an S1 or S2 command is a 422 on that field, not ignored', () => {
+      for (const capability of ['binary.switch', 'actuator.relay']) {
+        given(controlDecider, armed)
+          .when(request({ capability, challengeId: 'chl_1' }))
+          .thenFails(InvalidInput, (e) => {
+            expect(e.errorCode).to.equal('invalid_request');
+            expect(e.field).to.equal('challengeId');
+            expect(e.reason).to.equal('challenge_not_applicable');
+          });
+      }
     });
   });
 });

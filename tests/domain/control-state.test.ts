@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { CommandChallengeIssued } from '../../src/domain/commands/events.js';
 import {
   hasGrant,
   loadControlState,
@@ -162,8 +163,11 @@ describe('device control state (fold of the device stream)', () => {
       clientId: 'cli_1',
       capability: 'actuator.contactor',
       value: true,
+      mode: 'imperative',
+      ttlSeconds: 60,
       issuedAt: '2026-01-01T00:00:05.000Z',
       expiresAt: '2026-01-01T00:01:05.000Z',
+      controlChangesAtIssue: 1,
     });
     const consumed = loadControlState([
       history.registered(),
@@ -172,6 +176,30 @@ describe('device control state (fold of the device stream)', () => {
     ]);
     expect(consumed.challenges.get('chl_1')!.consumedBy).to.equal('cmd_9');
     expect(consumed.commands.get('cmd_9')!.challengeId).to.equal('chl_1');
+  });
+
+  it('grant, profile and lifecycle facts after a challenge leave it behind the device', () => {
+    const issued = history.challenge('chl_1');
+    const before = loadControlState([history.registered(), history.verified(), issued]);
+    expect(before.challenges.get('chl_1')!.controlChangesAtIssue).to.equal(before.controlChanges);
+    for (const change of [
+      history.granted('actuator.relay'),
+      history.revoked('actuator.relay'),
+      history.denied('actuator.relay'),
+      history.downgraded(),
+      history.lifecycle('quarantined'),
+    ]) {
+      const after = loadControlState([history.registered(), history.verified(), issued, change]);
+      expect(after.controlChanges, change.type).to.equal(before.controlChanges + 1);
+      expect(after.challenges.get('chl_1')!.controlChangesAtIssue).to.equal(before.controlChanges);
+    }
+  });
+
+  it('a challenge stored before mode and TTL were recorded still parses and folds, without them', () => {
+    const parsed = CommandChallengeIssued.schema.parse(history.challengeWithoutModeAndTtl('chl_1').data);
+    const state = loadControlState([history.registered(), { type: 'CommandChallengeIssued', data: parsed }]);
+    expect(state.challenges.get('chl_1')).to.not.have.any.keys('mode', 'ttlSeconds');
+    expect(state.challenges.get('chl_1')).to.include({ capability: 'actuator.contactor', value: true });
   });
 
   it('facts about an unknown command change nothing', () => {

@@ -91,10 +91,22 @@ export const history = {
       clientId: overrides.clientId ?? 'cli_1',
       capability: 'actuator.contactor',
       value: overrides.value ?? true,
+      mode: 'imperative',
+      ttlSeconds: 60,
       issuedAt: '2026-01-01T00:00:05.000Z',
       expiresAt: '2026-01-01T00:01:05.000Z',
     },
   }),
+
+  /** A challenge as recorded before mode and TTL were part of its terms (events are kept forever). */
+  challengeWithoutModeAndTtl: (challengeId: string): ControlEvent => {
+    const {
+      mode: _m,
+      ttlSeconds: _t,
+      ...older
+    } = (history.challenge(challengeId) as Extract<ControlEvent, { type: 'CommandChallengeIssued' }>).data;
+    return { type: 'CommandChallengeIssued', data: older };
+  },
 
   accepted: (commandId: string, overrides: Partial<AcceptedData> = {}): ControlEvent => ({
     type: 'CommandAccepted',

@@ -553,8 +553,8 @@ function controlOperations(): (readonly [string, string, Json])[] {
       413: error('Body over 64 kB.'),
       415: error('The body is not JSON.'),
       422: error(
-        'A body that does not fit (`invalid_request`), or a value that fails the capability (`invalid_value`) ' +
-          'when no policy reason stands.',
+        'A body that does not fit (`invalid_request`; a challengeId on an S1/S2 command is ' +
+          '`challenge_not_applicable`), or a value that fails the capability (`invalid_value`) when no policy reason stands.',
       ),
       503: contended,
     },
@@ -564,7 +564,9 @@ function controlOperations(): (readonly [string, string, Json])[] {
     403: error(
       'Without reasons: the token lacks commands:write, or commands:high_risk for an S3 capability. With ' +
         'reasons[]: a safety refusal; a missing or foreign device is `device_not_addressable` (never 404). A first ' +
-        'S3 request that passes everything else answers `["challenge_required"]` and `challenge {challengeId, expiresAt}`.',
+        'S3 request that passes everything else answers `["challenge_required"]` and `challenge {challengeId, expiresAt}`; ' +
+        'the answer must repeat that exact command (`challenge_mismatch`) before any grant, profile or lifecycle ' +
+        'change of the device (`challenge_voided`).',
     ),
   };
   const grantPut = secured('grants:revoke', {

@@ -23,10 +23,11 @@ const absentOr = (reason: string) => (issue: { input: unknown }) =>
 const commandValue = z.union([z.boolean(), z.number(), z.string()], { error: absentOr('wrong_type') });
 
 export const commandRequestSchema = z.strictObject({
+  // A schema-wide error would also answer for the length checks: each check names its own reason.
   capabilityKey: z
     .string({ error: absentOr('wrong_type') })
-    .min(1)
-    .max(128),
+    .min(1, { error: 'empty' })
+    .max(128, { error: 'too_long' }),
   value: commandValue.meta({
     description: 'Typed as the capability declares; nothing is coerced (a boolean takes only true or false).',
   }),
@@ -42,10 +43,13 @@ export const commandRequestSchema = z.strictObject({
   confirm: z.boolean({ error: 'wrong_type' }).optional().meta({ description: 'Must be true for S2 and S3.' }),
   challengeId: z
     .string({ error: 'wrong_type' })
-    .min(1)
-    .max(64)
+    .min(1, { error: 'empty' })
+    .max(64, { error: 'too_long' })
     .optional()
-    .meta({ description: 'S3 second step: the challengeId of the 403 challenge_required answer.' }),
+    .meta({
+      description:
+        'S3 second step only: the challengeId of the 403 challenge_required answer (422 on an S1/S2 command).',
+    }),
   idempotencyKey: idempotencyKeySchema.optional(),
 });
 

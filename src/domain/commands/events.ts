@@ -42,7 +42,11 @@ export type CancelReason = (typeof CANCEL_REASONS)[number];
 const commandRef = { commandId: z.string(), deviceId: z.string(), projectId: z.string() };
 const commandValue = z.union([z.boolean(), z.number(), z.string()]);
 
-/** Two-step ceremony for S3: the challenge a client must echo, bound to client, device, capability and value. */
+/**
+ * Two-step ceremony for S3: the challenge a client must echo, bound to the whole command it was issued for
+ * (client, device, capability, value, mode and TTL). mode and ttlSeconds are absent on challenges recorded
+ * before they were part of the terms; such a challenge matches no command (docs/commands.md).
+ */
 export const CommandChallengeIssued = defineEvent(
   'CommandChallengeIssued',
   z.object({
@@ -52,6 +56,8 @@ export const CommandChallengeIssued = defineEvent(
     clientId: z.string(),
     capability: z.string(),
     value: commandValue,
+    mode: z.enum(COMMAND_MODES).optional(),
+    ttlSeconds: z.number().int().optional(),
     issuedAt: z.string(),
     expiresAt: z.string(),
   }),

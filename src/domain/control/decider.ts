@@ -236,6 +236,7 @@ function requestCommand(command: RequestCommand, state: DeviceControlState): Con
   }
   const mode = checkMode(command.mode);
   const ttlSeconds = checkTtl(command.ttlSeconds);
+  checkChallengeApplies(command);
   const verdict = checkSafetyGate(state, command, { ...command, clientId: command.clientId });
   // Policy reasons answer 403 first: a value fix would not make the command acceptable. A pending S3
   // challenge alone does not hide a bad value, since a challenge is never issued for a value that fails.
@@ -256,6 +257,8 @@ function requestCommand(command: RequestCommand, state: DeviceControlState): Con
           clientId: command.clientId,
           capability: command.capability,
           value,
+          mode,
+          ttlSeconds,
           issuedAt: command.at,
           expiresAt: command.challengeExpiresAt,
         },
@@ -300,6 +303,19 @@ function requestCommand(command: RequestCommand, state: DeviceControlState): Con
 function checkMode(mode: string): CommandMode {
   if (!(COMMAND_MODES as readonly string[]).includes(mode)) throw new InvalidInput('invalid_mode', 'mode');
   return mode as CommandMode;
+}
+
+/**
+ * Only S3 has a challenge to answer. A challengeId on an S1 or S2 command is refused rather than ignored: the
+ * client believes it is confirming something, and it is not. An unknown or read-only capability is left to
+ * the gate, which refuses it anyway.
+ */
+function checkChallengeApplies(command: RequestCommand): void {
+  if (command.challengeId === undefined) return;
+  const capability = findCapability(command.capability);
+  if (capability?.writable && capability.safetyClass !== 'S3') {
+    throw new InvalidInput('challenge_not_applicable', 'challengeId');
+  }
 }
 
 export function checkTtl(ttl: unknown): number {

@@ -33,8 +33,10 @@ export const REFUSAL_REASONS = [
   'challenge_expired',
   /** The challenge was issued to another client. */
   'challenge_foreign',
-  /** The challenge was issued for another capability or value. */
+  /** The challenge was issued for another command: another capability, value, mode or TTL. */
   'challenge_mismatch',
+  /** A grant, profile or lifecycle change of the device was recorded after the challenge was issued. */
+  'challenge_voided',
 ] as const;
 
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
@@ -43,6 +45,8 @@ export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 export interface GateRequest {
   readonly capability: string;
   readonly value: unknown;
+  readonly mode: unknown;
+  readonly ttlSeconds: unknown;
   readonly confirm?: boolean;
   readonly challengeId?: string;
 }
@@ -102,7 +106,7 @@ export function checkSafetyGate(
     else if (!addressable) reasons.add('challenge_invalid');
     else {
       const challenge = state.challenges.get(request.challengeId);
-      for (const reason of challengeFailures(challenge, request, caller)) reasons.add(reason);
+      for (const reason of challengeFailures(state, challenge, request, caller)) reasons.add(reason);
     }
   }
   return {
@@ -112,7 +116,13 @@ export function checkSafetyGate(
   };
 }
 
+/**
+ * A challenge confirms one command on one device as it stood: the answer must repeat every term it was
+ * issued for (a challenge without recorded mode and TTL matches nothing), and nothing that arms or holds
+ * the device may have been recorded since.
+ */
 function challengeFailures(
+  state: DeviceControlState,
   challenge: ChallengeRecord | undefined,
   request: GateRequest,
   caller: GateCaller,
@@ -122,8 +132,12 @@ function challengeFailures(
   if (challenge.consumedBy !== undefined) failures.push('challenge_reused');
   if (!isBefore(caller.at, challenge.expiresAt)) failures.push('challenge_expired');
   if (challenge.clientId !== caller.clientId) failures.push('challenge_foreign');
-  if (challenge.capability !== request.capability || challenge.value !== request.value) {
-    failures.push('challenge_mismatch');
-  }
+  const sameCommand =
+    challenge.capability === request.capability &&
+    challenge.value === request.value &&
+    challenge.mode === request.mode &&
+    challenge.ttlSeconds === request.ttlSeconds;
+  if (!sameCommand) failures.push('challenge_mismatch');
+  if (challenge.controlChangesAtIssue !== state.controlChanges) failures.push('challenge_voided');
   return failures;
 }

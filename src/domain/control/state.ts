@@ -80,8 +80,13 @@ export interface ChallengeRecord {
   readonly clientId: string;
   readonly capability: string;
   readonly value: CapabilityValue;
+  /** Absent on a challenge recorded before mode and TTL were part of its terms: it matches no command. */
+  readonly mode?: CommandMode;
+  readonly ttlSeconds?: number;
   readonly issuedAt: string;
   readonly expiresAt: string;
+  /** The device's controlChanges when it was issued: any change since voids it. */
+  readonly controlChangesAtIssue: number;
   /** The command that consumed it; a challenge is single use. */
   readonly consumedBy?: string;
 }
@@ -101,6 +106,12 @@ export interface DeviceControlState {
   readonly idempotencyKeys: ReadonlyMap<string, string>;
   /** Every S3 challenge issued for the device, consumed ones included (so a reuse is told apart). */
   readonly challenges: ReadonlyMap<string, ChallengeRecord>;
+  /**
+   * How many registration, lifecycle, profile and grant facts the stream holds. An S3 challenge answers
+   * only the device as it stood when it was issued: a revoke and re-grant, or a quarantine and release,
+   * leave the device looking the same, but this count has moved on.
+   */
+  readonly controlChanges: number;
 }
 
 export const PENDING_COMMAND_STATUSES: readonly CommandStatus[] = ['queued', 'sent'];
@@ -136,10 +147,27 @@ export function initialControlState(): DeviceControlState {
     commands: new Map(),
     idempotencyKeys: new Map(),
     challenges: new Map(),
+    controlChanges: 0,
   };
 }
 
 export function evolveControl(state: DeviceControlState, event: ControlEvent): DeviceControlState {
+  const next = evolveFacts(state, event);
+  return CONTROL_CHANGES.has(event.type) ? { ...next, controlChanges: state.controlChanges + 1 } : next;
+}
+
+/** The facts that decide whether the device may be commanded: each one voids the S3 challenges before it. */
+const CONTROL_CHANGES: ReadonlySet<ControlEvent['type']> = new Set([
+  'DeviceRegistered',
+  'DeviceLifecycleChanged',
+  'DeviceProfileVerified',
+  'DeviceProfileDowngraded',
+  'CapabilityWriteDenied',
+  'CapabilityWriteGranted',
+  'CapabilityWriteRevoked',
+]);
+
+function evolveFacts(state: DeviceControlState, event: ControlEvent): DeviceControlState {
   switch (event.type) {
     case 'DeviceRegistered': {
       const { profile, ...data } = event.data;
@@ -162,9 +190,9 @@ export function evolveControl(state: DeviceControlState, event: ControlEvent): D
       return withGrant(state, { capability, state: granted ? 'granted' : 'revoked', by, at });
     }
     case 'CommandChallengeIssued': {
-      const { deviceId: _d, projectId: _p, ...challenge } = event.data;
+      const { deviceId: _d, projectId: _p, ...terms } = event.data;
       const challenges = new Map(state.challenges);
-      challenges.set(challenge.challengeId, challenge);
+      challenges.set(terms.challengeId, { ...terms, controlChangesAtIssue: state.controlChanges });
       return { ...state, challenges };
     }
     case 'CommandAccepted':
