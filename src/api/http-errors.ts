@@ -22,6 +22,7 @@ export const unauthenticated = (headers: Record<string, string> = { 'WWW-Authent
   new HttpProblem(401, 'unauthorized', {}, headers);
 export const missingScope = () => new HttpProblem(403, 'forbidden');
 export const notFound = () => new HttpProblem(404, 'not_found');
+export const unsupportedMediaType = () => new HttpProblem(415, 'unsupported_media_type');
 
 interface HttpAnswer {
   status: number;

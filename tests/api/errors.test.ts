@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { deflateSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import express from 'express';
 import { errorHandler, toHttp, unknownRoute } from '../../src/api/http-errors.js';
@@ -104,6 +105,57 @@ describe('error model: every error is JSON {"error": …}', () => {
     }
     const untyped = await send(api, 'POST', '/v1/bindings', { headers: auth(), body: Buffer.from('{}') });
     expectJsonError(untyped, 415, 'unsupported_media_type');
+  });
+
+  describe('a Content-Encoding other than identity is 415 on every body route, the token endpoint included', () => {
+    const json = Buffer.from('{"deviceId":"dev_x","resourceType":"room","resourceId":"r1"}');
+    const form = Buffer.from('grant_type=client_credentials&client_id=cli_x&client_secret=dcs_x');
+    const bodyRoutes = [
+      ['POST', '/v1/bindings'],
+      ['POST', '/v1/devices/dev_x/commands'],
+      ['PUT', '/v1/devices/dev_x/capability-grants'],
+      ['POST', '/v1/pairing/sessions'],
+      ['POST', '/v1/pairing/sessions/pss_x/adopt'],
+      ['POST', '/v1/pairing/sessions/pss_x/reject'],
+    ] as const;
+
+    for (const [label, encoding, encode] of [
+      ['gzip (a real gzip body)', 'gzip', gzipSync],
+      ['deflate (a real deflate body)', 'deflate', deflateSync],
+      ['br', 'br', (b: Buffer) => b],
+      ['an unknown coding', 'x-squeeze', (b: Buffer) => b],
+      ['a list ending in identity', 'gzip, identity', gzipSync],
+    ] as const) {
+      it(label, async () => {
+        for (const [method, path] of bodyRoutes) {
+          const answer = await send(api, method, path, {
+            headers: { ...auth(), 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+            body: encode(json),
+          });
+          expectJsonError(answer, 415, 'unsupported_media_type');
+          expect(answer.text).to.equal('{"error":"unsupported_media_type"}');
+        }
+        const token = await send(api, 'POST', '/v1/oauth/token', {
+          headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Encoding': encoding },
+          body: encode(form),
+        });
+        expectJsonError(token, 415, 'unsupported_media_type');
+        expect(token.headers.get('cache-control')).to.equal('no-store');
+      });
+    }
+
+    it('identity, in any case, is a body taken as it is', async () => {
+      const answer = await send(api, 'POST', '/v1/bindings', {
+        headers: { ...auth(), 'Content-Type': 'application/json', 'Content-Encoding': 'Identity' },
+        body: json,
+      });
+      expectJsonError(answer, 404, 'not_found'); // the device does not exist: the body was read
+      const token = await send(api, 'POST', '/v1/oauth/token', {
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Encoding': 'identity' },
+        body: form,
+      });
+      expectJsonError(token, 401, 'invalid_client');
+    });
   });
 
   it('a malformed %-escape in a path is 400 invalid_request, not a fault', async () => {

@@ -225,9 +225,12 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       },
       responses: {
         200: ok('TokenResponse', 'The access token.'),
-        400: ok('OAuthError', 'invalid_request, unsupported_grant_type or invalid_scope.'),
+        400: ok(
+          'OAuthError',
+          'invalid_request (also a body that is not a form), unsupported_grant_type or invalid_scope.',
+        ),
         401: ok('OAuthError', 'invalid_client: unknown client, wrong secret, revoked, or wrong method.'),
-        415: error('The body is not application/x-www-form-urlencoded.'),
+        415: error('A Content-Encoding other than identity (`unsupported_media_type`).'),
         429: RATE_LIMITED,
       },
     },
