@@ -106,3 +106,11 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
 };
 
 export const unknownRoute: RequestHandler = (_req, _res, next) => next(notFound());
+
+/**
+ * We serve no OPTIONS (no CORS: the API is for servers, not browsers). Left alone, express answers it
+ * itself, 200 with an Allow header, wherever a route matches the path; it is refused instead as any method
+ * we do not serve is: 404.
+ */
+export const refuseOptions: RequestHandler = (req, _res, next) =>
+  next(req.method === 'OPTIONS' ? notFound() : undefined);

@@ -79,6 +79,44 @@ describe('error model: every error is JSON {"error": …}', () => {
     }
   });
 
+  it('OPTIONS is served nowhere: 404 not_found JSON, no Allow, no CORS headers', async () => {
+    const preflight = {
+      Origin: 'https://app.example',
+      'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': 'authorization, content-type',
+    };
+    for (const path of [
+      '/health',
+      '/metrics',
+      '/openapi.json',
+      '/nothing-here',
+      '/v1/devices',
+      '/v1/devices/dev_x',
+      '/v1/devices/dev_x/commands',
+      '/v1/devices/dev_x/capability-grants',
+      '/v1/bindings',
+      '/v1/pairing/sessions',
+      '/v1/pairing/sessions/pss_x',
+      '/v1/catalog/capabilities',
+      '/v1/live',
+      '/v1/nothing-here',
+    ]) {
+      for (const headers of [{ ...auth(), ...preflight }, auth()]) {
+        const answer = await send(api, 'OPTIONS', path, { headers });
+        expectJsonError(answer, 404, 'not_found');
+        expect(answer.text, path).to.equal('{"error":"not_found"}');
+        expect(answer.headers.get('allow'), path).to.equal(null);
+        const cors = [...answer.headers.keys()].filter((name) => name.startsWith('access-control-'));
+        expect(cors, path).to.deep.equal([]);
+      }
+    }
+    // Like any method under /v1, without a token it is 401 first; the token endpoint allows only POST (405).
+    expectJsonError(await send(api, 'OPTIONS', '/v1/bindings', { headers: preflight }), 401, 'unauthorized');
+    const token = await send(api, 'OPTIONS', '/v1/oauth/token', { headers: preflight });
+    expectJsonError(token, 405, 'method_not_allowed');
+    expect(token.headers.get('allow')).to.equal('POST');
+  });
+
   it('malformed JSON is 400 invalid_request', async () => {
     const answer = await send(api, 'POST', '/v1/bindings', {
       headers: { ...auth(), 'Content-Type': 'application/json' },
@@ -196,6 +234,12 @@ describe('error model: GET /metrics with METRICS_TOKEN', () => {
     const ok = await send(api, 'GET', '/metrics', { headers: authHeader(metricsToken) });
     expect(ok.status).to.equal(200);
     expect(ok.text).to.contain('devcloud_http_requests_total');
+  });
+
+  it('OPTIONS is not served on it either, even with its token', async () => {
+    const answer = await send(api, 'OPTIONS', '/metrics', { headers: authHeader(metricsToken) });
+    expectJsonError(answer, 404, 'not_found');
+    expect(answer.headers.get('allow')).to.equal(null);
   });
 });
 
