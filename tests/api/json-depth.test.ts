@@ -1,9 +1,8 @@
 import { expect } from 'chai';
 import { JSON_BODY_LIMIT } from '../../src/api/json-body.js';
 import { openApiDocument } from '../../src/api/openapi/document.js';
-import { SCOPES } from '../../src/domain/identity/index.js';
-import { startTestApi, type TestApi } from '../support/api-harness.js';
-import { call, deviceOf, siteOf, type Answer } from '../support/registry.js';
+import { apiWithDevice } from '../support/api-with-device.js';
+import { call, type Answer } from '../support/registry.js';
 import { createTenant } from '../support/tenants.js';
 
 /**
@@ -42,25 +41,16 @@ function tooDeep(answer: Answer) {
 }
 
 describe('deeply nested JSON bodies', () => {
-  let api: TestApi;
-  let token: string;
+  const env = apiWithDevice();
   let routes: [string, string][];
 
-  before(async () => {
-    api = await startTestApi();
-    const tenant = await createTenant(api, [...SCOPES]);
-    token = await tenant.token();
-    const deviceId = await deviceOf(api, tenant.projectId, await siteOf(api, tenant.projectId));
-    await api.catchUp();
+  before(() => {
     routes = [
-      ...jsonBodyOperations(deviceId),
+      ...jsonBodyOperations(env.deviceId),
       // The edge parses and checks a body on any /v1 request, whether or not the route reads one.
       ['DELETE', '/v1/pairing/sessions/pss_notasession'],
       ['POST', '/v1/no-such-route'],
     ];
-  });
-  after(async () => {
-    await api.close();
   });
 
   it('the documented JSON routes are the ones the review probed, and more', () => {
@@ -81,40 +71,50 @@ describe('deeply nested JSON bodies', () => {
       // 30,000 levels are 60,000 bytes: still under the 64 kB limit, so it is the depth that is refused.
       expect(body.length).to.be.below(parseInt(JSON_BODY_LIMIT, 10) * 1024);
       for (const [method, path] of routes) {
-        const answer = await call(api, method, path, { token, body });
+        const answer = await call(env.api, method, path, { token: env.token, body });
         tooDeep(answer);
       }
       // Nested inside a field of an object, as a command value would be.
       for (const [method, path] of routes)
-        tooDeep(await call(api, method, path, { token, body: nestedInField(depth) }));
+        tooDeep(await call(env.api, method, path, { token: env.token, body: nestedInField(depth) }));
     });
   }
 
   it(`one level over the limit (${MAX_BODY_DEPTH + 1}) is too deep; the limit itself is the route's to judge`, async () => {
     for (const [method, path] of routes) {
-      tooDeep(await call(api, method, path, { token, body: nestedArrays(MAX_BODY_DEPTH + 1) }));
-      tooDeep(await call(api, method, path, { token, body: nestedInField(MAX_BODY_DEPTH + 1) }));
-      const atLimit = await call(api, method, path, { token, body: nestedInField(MAX_BODY_DEPTH) });
+      tooDeep(
+        await call(env.api, method, path, { token: env.token, body: nestedArrays(MAX_BODY_DEPTH + 1) }),
+      );
+      tooDeep(
+        await call(env.api, method, path, { token: env.token, body: nestedInField(MAX_BODY_DEPTH + 1) }),
+      );
+      const atLimit = await call(env.api, method, path, {
+        token: env.token,
+        body: nestedInField(MAX_BODY_DEPTH),
+      });
       expect(atLimit.status, `${method} ${path}: ${atLimit.text}`).to.be.within(400, 499);
       expect(atLimit.body).not.to.include({ reason: 'too_deep' });
     }
   });
 
   it('depth is checked before the scope: a client without the route scope still gets 422, not 500', async () => {
-    const tenant = await createTenant(api, ['devices:read']);
+    const tenant = await createTenant(env.api, ['devices:read']);
     const narrow = await tenant.token();
-    tooDeep(await call(api, 'POST', '/v1/bindings', { token: narrow, body: nestedArrays(10_000) }));
+    tooDeep(await call(env.api, 'POST', '/v1/bindings', { token: narrow, body: nestedArrays(10_000) }));
   });
 
   it('a body over the size limit is still 413 first, however deep', async () => {
-    const answer = await call(api, 'POST', '/v1/bindings', { token, body: nestedArrays(40_000) });
+    const answer = await call(env.api, 'POST', '/v1/bindings', {
+      token: env.token,
+      body: nestedArrays(40_000),
+    });
     expect(answer.status, answer.text).to.equal(413);
     expect(answer.body).to.deep.equal({ error: 'payload_too_large' });
   });
 
   it('an unstorable string is still found where it is, at any allowed depth', async () => {
-    const answer = await call(api, 'POST', '/v1/bindings', {
-      token,
+    const answer = await call(env.api, 'POST', '/v1/bindings', {
+      token: env.token,
       body: '{"channelMapping":{"a":[[["ok","bad\\u0000"]]]}}',
     });
     expect(answer.status, answer.text).to.equal(422);

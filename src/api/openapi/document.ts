@@ -646,7 +646,11 @@ function controlOperations(): (readonly [string, string, Json])[] {
         summary: "A page of a device's commands, in acceptance order",
         description: 'Filters combine. Follow nextCursor, with the same filters, until it is absent.',
         parameters: [devicePath, ...queryParameters(commandListQuerySchema)],
-        responses: { 200: ok('CommandList', 'A page of commands.'), 400: INVALID_QUERY, 404: missingDevice },
+        responses: {
+          200: ok('CommandList', 'A page of commands.'),
+          400: error('Bad query (`invalid_query`, with `reason` and `parameter`), `from_after_to` included.'),
+          404: missingDevice,
+        },
       }),
     ],
   ];
