@@ -128,7 +128,7 @@ function jsonBodyAnswers(operation: Json & { responses: Json }): Json {
   const own = (operation.responses[422] as { description?: string } | undefined)?.description;
   return {
     400: error(
-      'Malformed JSON (`invalid_request`, `malformed_json`), or a query parameter (`invalid_query`).',
+      'Malformed JSON (`invalid_request`, `malformed_json`), or a bad query parameter (`invalid_query`).',
     ),
     413: error('Body over 64 kB (`payload_too_large`).'),
     415: error(
