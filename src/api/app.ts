@@ -12,7 +12,7 @@ import { healthRoutes } from './health.js';
 import { jsonBody } from './json-body.js';
 import { metricsAccess } from './metrics-access.js';
 import { rateLimit } from './rate-limit.js';
-import { errorHandler, unknownRoute } from './http-errors.js';
+import { errorHandler, refuseOptions, unknownRoute } from './http-errors.js';
 import { requestContext } from './request-context.js';
 import { storableInput } from './storable-input.js';
 import { openApiRoutes } from './routes/openapi.js';
@@ -56,6 +56,9 @@ export function createLiveHub(deps: Pick<ApiDependencies, 'config' | 'logger' | 
   });
 }
 
+/** As express mounts '/v1': case-insensitive, the prefix itself included. */
+const UNDER_V1 = /^\/v1(\/|$)/i;
+
 /** The HTTP API: health and metrics, the /v1 routes, then JSON 404 and the one error mapper. */
 export function createApiApp(deps: ApiDependencies): express.Express {
   const app = express();
@@ -73,6 +76,9 @@ export function createApiApp(deps: ApiDependencies): express.Express {
         }),
     ),
   );
+  // OPTIONS outside /v1 here; under /v1 only after authentication (401 first, as for every method) and
+  // after the token endpoint (which allows POST alone: 405).
+  app.use((req, res, next) => (UNDER_V1.test(req.path) ? next() : refuseOptions(req, res, next)));
   app.use('/metrics', metricsAccess(deps.config.METRICS_TOKEN));
   app.use(healthRoutes(deps));
   app.use(openApiRoutes());
@@ -80,7 +86,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   app.use('/v1', auth.tokenRoutes);
   app.use('/v1/live', refuseTokenInQuery);
   // Everything under /v1 below this line needs a bearer token; routes add requireScope(...) themselves.
-  app.use('/v1', auth.authenticate, jsonBody, storableInput);
+  app.use('/v1', auth.authenticate, refuseOptions, jsonBody, storableInput);
   const queries = deps.queries ?? deps.pool;
   const cursorKey = cursorKeys(deps.pool);
   app.use('/v1', registryRoutes({ pool: queries, cursorKey, store: deps.store, now: deps.now }));

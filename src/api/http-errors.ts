@@ -22,6 +22,7 @@ export const unauthenticated = (headers: Record<string, string> = { 'WWW-Authent
   new HttpProblem(401, 'unauthorized', {}, headers);
 export const missingScope = () => new HttpProblem(403, 'forbidden');
 export const notFound = () => new HttpProblem(404, 'not_found');
+export const unsupportedMediaType = () => new HttpProblem(415, 'unsupported_media_type');
 
 interface HttpAnswer {
   status: number;
@@ -105,3 +106,11 @@ export const errorHandler: ErrorRequestHandler = (error, req, res, _next) => {
 };
 
 export const unknownRoute: RequestHandler = (_req, _res, next) => next(notFound());
+
+/**
+ * We serve no OPTIONS (no CORS: the API is for servers, not browsers). Left alone, express answers it
+ * itself, 200 with an Allow header, wherever a route matches the path; it is refused instead as any method
+ * we do not serve is: 404.
+ */
+export const refuseOptions: RequestHandler = (req, _res, next) =>
+  next(req.method === 'OPTIONS' ? notFound() : undefined);

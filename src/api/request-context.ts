@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import type { Logger } from '../infra/logger.js';
+import { redactSecrets, type Logger } from '../infra/logger.js';
 import type { Metrics } from '../infra/metrics.js';
 
 declare module 'express-serve-static-core' {
@@ -25,8 +25,10 @@ export function requestContext(logger: Logger, metrics: Metrics): RequestHandler
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       metrics.httpRequests.inc({ method: req.method, route, status: String(res.statusCode) });
       metrics.httpDuration.observe({ method: req.method, route }, seconds);
+      // The path only, never the query string; and a client may have put a token into the path itself.
+      const path = redactSecrets(req.path);
       req.log.info(
-        { method: req.method, path: req.path, status: res.statusCode, ms: Math.round(seconds * 1000) },
+        { method: req.method, path, status: res.statusCode, ms: Math.round(seconds * 1000) },
         'request',
       );
     });

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { deflateSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import express from 'express';
 import { errorHandler, toHttp, unknownRoute } from '../../src/api/http-errors.js';
@@ -78,6 +79,44 @@ describe('error model: every error is JSON {"error": …}', () => {
     }
   });
 
+  it('OPTIONS is served nowhere: 404 not_found JSON, no Allow, no CORS headers', async () => {
+    const preflight = {
+      Origin: 'https://app.example',
+      'Access-Control-Request-Method': 'POST',
+      'Access-Control-Request-Headers': 'authorization, content-type',
+    };
+    for (const path of [
+      '/health',
+      '/metrics',
+      '/openapi.json',
+      '/nothing-here',
+      '/v1/devices',
+      '/v1/devices/dev_x',
+      '/v1/devices/dev_x/commands',
+      '/v1/devices/dev_x/capability-grants',
+      '/v1/bindings',
+      '/v1/pairing/sessions',
+      '/v1/pairing/sessions/pss_x',
+      '/v1/catalog/capabilities',
+      '/v1/live',
+      '/v1/nothing-here',
+    ]) {
+      for (const headers of [{ ...auth(), ...preflight }, auth()]) {
+        const answer = await send(api, 'OPTIONS', path, { headers });
+        expectJsonError(answer, 404, 'not_found');
+        expect(answer.text, path).to.equal('{"error":"not_found"}');
+        expect(answer.headers.get('allow'), path).to.equal(null);
+        const cors = [...answer.headers.keys()].filter((name) => name.startsWith('access-control-'));
+        expect(cors, path).to.deep.equal([]);
+      }
+    }
+    // Like any method under /v1, without a token it is 401 first; the token endpoint allows only POST (405).
+    expectJsonError(await send(api, 'OPTIONS', '/v1/bindings', { headers: preflight }), 401, 'unauthorized');
+    const token = await send(api, 'OPTIONS', '/v1/oauth/token', { headers: preflight });
+    expectJsonError(token, 405, 'method_not_allowed');
+    expect(token.headers.get('allow')).to.equal('POST');
+  });
+
   it('malformed JSON is 400 invalid_request', async () => {
     const answer = await send(api, 'POST', '/v1/bindings', {
       headers: { ...auth(), 'Content-Type': 'application/json' },
@@ -104,6 +143,57 @@ describe('error model: every error is JSON {"error": …}', () => {
     }
     const untyped = await send(api, 'POST', '/v1/bindings', { headers: auth(), body: Buffer.from('{}') });
     expectJsonError(untyped, 415, 'unsupported_media_type');
+  });
+
+  describe('a Content-Encoding other than identity is 415 on every body route, the token endpoint included', () => {
+    const json = Buffer.from('{"deviceId":"dev_x","resourceType":"room","resourceId":"r1"}');
+    const form = Buffer.from('grant_type=client_credentials&client_id=cli_x&client_secret=dcs_x');
+    const bodyRoutes = [
+      ['POST', '/v1/bindings'],
+      ['POST', '/v1/devices/dev_x/commands'],
+      ['PUT', '/v1/devices/dev_x/capability-grants'],
+      ['POST', '/v1/pairing/sessions'],
+      ['POST', '/v1/pairing/sessions/pss_x/adopt'],
+      ['POST', '/v1/pairing/sessions/pss_x/reject'],
+    ] as const;
+
+    for (const [label, encoding, encode] of [
+      ['gzip (a real gzip body)', 'gzip', gzipSync],
+      ['deflate (a real deflate body)', 'deflate', deflateSync],
+      ['br', 'br', (b: Buffer) => b],
+      ['an unknown coding', 'x-squeeze', (b: Buffer) => b],
+      ['a list ending in identity', 'gzip, identity', gzipSync],
+    ] as const) {
+      it(label, async () => {
+        for (const [method, path] of bodyRoutes) {
+          const answer = await send(api, method, path, {
+            headers: { ...auth(), 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+            body: encode(json),
+          });
+          expectJsonError(answer, 415, 'unsupported_media_type');
+          expect(answer.text).to.equal('{"error":"unsupported_media_type"}');
+        }
+        const token = await send(api, 'POST', '/v1/oauth/token', {
+          headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Encoding': encoding },
+          body: encode(form),
+        });
+        expectJsonError(token, 415, 'unsupported_media_type');
+        expect(token.headers.get('cache-control')).to.equal('no-store');
+      });
+    }
+
+    it('identity, in any case, is a body taken as it is', async () => {
+      const answer = await send(api, 'POST', '/v1/bindings', {
+        headers: { ...auth(), 'Content-Type': 'application/json', 'Content-Encoding': 'Identity' },
+        body: json,
+      });
+      expectJsonError(answer, 404, 'not_found'); // the device does not exist: the body was read
+      const token = await send(api, 'POST', '/v1/oauth/token', {
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Encoding': 'identity' },
+        body: form,
+      });
+      expectJsonError(token, 401, 'invalid_client');
+    });
   });
 
   it('a malformed %-escape in a path is 400 invalid_request, not a fault', async () => {
@@ -144,6 +234,12 @@ describe('error model: GET /metrics with METRICS_TOKEN', () => {
     const ok = await send(api, 'GET', '/metrics', { headers: authHeader(metricsToken) });
     expect(ok.status).to.equal(200);
     expect(ok.text).to.contain('devcloud_http_requests_total');
+  });
+
+  it('OPTIONS is not served on it either, even with its token', async () => {
+    const answer = await send(api, 'OPTIONS', '/metrics', { headers: authHeader(metricsToken) });
+    expectJsonError(answer, 404, 'not_found');
+    expect(answer.headers.get('allow')).to.equal(null);
   });
 });
 

@@ -14,6 +14,7 @@ import { loadClient } from '../../identity/clients.js';
 import { isScryptHash, verifySecret, type ClientSecretHasher } from '../../identity/secret-hash.js';
 import type { Logger } from '../../infra/logger.js';
 import { HttpProblem } from '../http-errors.js';
+import { unencodedBody } from '../json-body.js';
 import { ClientFailures, tooManyFailures, VerificationSlots } from './verification-limits.js';
 import {
   clientCredentials,
@@ -25,7 +26,13 @@ import {
 
 const FORM = 'application/x-www-form-urlencoded';
 // A token request is a handful of short fields; anything bigger is not one.
-const parseForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 16, type: FORM });
+const parseForm = express.urlencoded({
+  extended: false,
+  limit: '4kb',
+  parameterLimit: 16,
+  type: FORM,
+  inflate: false,
+});
 
 const noStore: RequestHandler = (_req, res, next) => {
   res.set({ 'Cache-Control': 'no-store', Pragma: 'no-cache' });
@@ -57,7 +64,7 @@ export function tokenEndpoint(deps: TokenEndpointDependencies): Router {
   const slots = new VerificationSlots(SCRYPT_SLOTS);
   const failures = new ClientFailures({ ...FAILURES, now: deps.now });
   const router = Router();
-  router.post('/oauth/token', noStore, requireForm, parseForm, async (req, res) => {
+  router.post('/oauth/token', noStore, unencodedBody, requireForm, parseForm, async (req, res) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
     const grantType = formField(body, 'grant_type');
     if (!grantType) throw invalidRequest('grant_type is missing');

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SCOPES, type ScopeName } from '../../domain/identity/index.js';
 import { idempotencyKeyHeader } from '../idempotency-key.js';
+import { MAX_BODY_DEPTH } from '../storable-input.js';
 import {
   bindingCreatedSchema,
   bindingListSchema,
@@ -120,6 +121,26 @@ const RATE_LIMITED = {
   content: { 'application/json': { schema: ref('Error') } },
 };
 
+/** What the edge answers to a JSON body before the route sees it (docs/api.md, "Errors"). */
+function jsonBodyAnswers(operation: Json & { responses: Json }): Json {
+  const body = operation.requestBody as { content?: Json } | undefined;
+  if (body?.content?.['application/json'] === undefined) return {};
+  const own = (operation.responses[422] as { description?: string } | undefined)?.description;
+  return {
+    400: error(
+      'Malformed JSON (`invalid_request`, `malformed_json`), or a bad query parameter (`invalid_query`).',
+    ),
+    413: error('Body over 64 kB (`payload_too_large`).'),
+    415: error(
+      'The body is not JSON, or has a Content-Encoding other than identity (`unsupported_media_type`).',
+    ),
+    422: error(
+      `${own ?? 'A body that does not fit (`invalid_request`).'} Any body: nested deeper than ` +
+        `${MAX_BODY_DEPTH} (\`too_deep\`, with \`maxDepth\`), or a string that cannot be stored (\`invalid_text\`).`,
+    ),
+  };
+}
+
 /** What every bearer-authenticated operation can answer besides its own outcomes. */
 function secured(scope: ScopeName, operation: Json & { responses: Json }): Json {
   return {
@@ -127,6 +148,7 @@ function secured(scope: ScopeName, operation: Json & { responses: Json }): Json 
     security: [{ oauth2: [scope] }],
     responses: {
       ...operation.responses,
+      ...jsonBodyAnswers(operation),
       401: error('Missing, expired or invalid token (`unauthorized`).'),
       403: error(`The token lacks ${scope} (\`forbidden\`, no reasons).`),
       429: operation.responses[429] ?? RATE_LIMITED,
@@ -203,9 +225,12 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       },
       responses: {
         200: ok('TokenResponse', 'The access token.'),
-        400: ok('OAuthError', 'invalid_request, unsupported_grant_type or invalid_scope.'),
+        400: ok(
+          'OAuthError',
+          'invalid_request (also a body that is not a form), unsupported_grant_type or invalid_scope.',
+        ),
         401: ok('OAuthError', 'invalid_client: unknown client, wrong secret, revoked, or wrong method.'),
-        415: error('The body is not application/x-www-form-urlencoded.'),
+        415: error('A Content-Encoding other than identity (`unsupported_media_type`).'),
         429: RATE_LIMITED,
       },
     },
@@ -273,11 +298,8 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       requestBody: { required: true, content: { 'application/json': { schema: ref('BindingRequest') } } },
       responses: {
         201: ok('BindingCreated', 'The binding (also on an idempotent replay).'),
-        400: error('Malformed JSON or an unknown query parameter.'),
         404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
         409: error('The idempotency key was used with a different body (`conflict`).'),
-        413: error('Body over 64 kB.'),
-        415: error('The body is not JSON.'),
         422: error('Validation failure (`invalid_request`, with `reason` and `field`).'),
       },
     }),
@@ -550,8 +572,6 @@ function controlOperations(): (readonly [string, string, Json])[] {
     responses: {
       201: ok('CommandAnswer', 'Accepted and queued (also on an idempotent replay: the same commandId).'),
       409: error('The idempotency key was used with other content (`conflict`, `idempotency_key_reused`).'),
-      413: error('Body over 64 kB.'),
-      415: error('The body is not JSON.'),
       422: error(
         'A body that does not fit (`invalid_request`; a challengeId on an S1/S2 command is ' +
           '`challenge_not_applicable`), or a value that fails the capability (`invalid_value`) when no policy reason stands.',
@@ -628,7 +648,11 @@ function controlOperations(): (readonly [string, string, Json])[] {
         summary: "A page of a device's commands, in acceptance order",
         description: 'Filters combine. Follow nextCursor, with the same filters, until it is absent.',
         parameters: [devicePath, ...queryParameters(commandListQuerySchema)],
-        responses: { 200: ok('CommandList', 'A page of commands.'), 400: INVALID_QUERY, 404: missingDevice },
+        responses: {
+          200: ok('CommandList', 'A page of commands.'),
+          400: error('Bad query (`invalid_query`, with `reason` and `parameter`), `from_after_to` included.'),
+          404: missingDevice,
+        },
       }),
     ],
   ];

@@ -13,7 +13,7 @@ import { requireScope } from '../auth/require-scope.js';
 import { missingScope } from '../http-errors.js';
 import { idempotencyKey, idempotencyKeySchema } from '../idempotency-key.js';
 import { commandCursors } from '../pagination/command-cursor.js';
-import { noQuerySchema, parseBody, parseQuery } from '../validation.js';
+import { noQuerySchema, parseBody, parseQuery, queryProblem } from '../validation.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageLimitSchema } from './devices.js';
 
 /** 'missing' for an absent field, else the given reason: the 422 says which it was. */
@@ -199,6 +199,10 @@ export function commandRoutes(deps: {
   router.get('/devices/:publicId/commands', requireScope('commands:read'), async (req, res) => {
     const projectId = req.principal!.projectId;
     const query = parseQuery(commandListQuerySchema, req.query);
+    // A window that ends before it starts is a mistake, not an empty page (as the telemetry window).
+    if (query.from && query.to && Date.parse(query.from) > Date.parse(query.to)) {
+      throw queryProblem('from_after_to', 'from');
+    }
     const device = await findDevice(deps.pool, projectId, String(req.params.publicId));
     if (!device) throw new NotFound('device');
     const filter = {
