@@ -102,9 +102,19 @@ export function createApiApp(deps: ApiDependencies): express.Express {
       stallMs: deps.config.LIVE_CLIENT_STALL_MS,
       revoked: auth.revoked,
       now: deps.now ?? Date.now,
+      metrics: deps.metrics.live,
     }),
   );
-  app.use('/v1', controlRoutes({ pool: queries, cursorKey, store: deps.store, now: deps.now ?? Date.now }));
+  app.use(
+    '/v1',
+    controlRoutes({
+      pool: queries,
+      cursorKey,
+      store: deps.store,
+      now: deps.now ?? Date.now,
+      metrics: deps.metrics.commands,
+    }),
+  );
   app.use(unknownRoute);
   app.use(errorHandler);
   return app;

@@ -4,6 +4,7 @@ import type { EventStore } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import type { Metrics } from '../infra/metrics.js';
 import type { LagFigures } from '../projections/lag.js';
+import { serveMetrics } from './metrics-only.js';
 
 /**
  * GET /health (no auth): 200 when the read-model database (and its replica, where one answers the
@@ -57,9 +58,7 @@ export function healthRoutes(deps: {
         },
       });
   });
-  router.get('/metrics', async (_req, res) => {
-    res.set('Content-Type', deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
-  });
+  router.get('/metrics', serveMetrics(deps.metrics));
   return router;
 }
 

@@ -68,7 +68,13 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     });
 
   const clock = deps.now ?? Date.now;
-  const commands = new CommandDelivery({ store, pool, logger, now: () => new Date(clock()) });
+  const commands = new CommandDelivery({
+    store,
+    pool,
+    logger,
+    now: () => new Date(clock()),
+    metrics: metrics.commands,
+  });
   const uplink = uplinkDispatch({
     store,
     directory,
@@ -114,6 +120,7 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
       : {}),
   });
   commands.attach(broker);
+  metrics.agentsConnected.measure(() => broker.connectedAgents);
   const dispatcher = runEdgeDispatcher({ store, pool, broker, logger, signal: background.signal });
   const commandDispatcher = runCommandDispatcher({
     store,

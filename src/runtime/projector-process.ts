@@ -52,7 +52,13 @@ export class ProjectorProcess {
     const { logger } = this.options;
     const startedAt = Date.now();
     const child = fork(this.options.entry, ['serve', '--roles', 'projector'], {
-      env: { ...process.env, DATABASE_URL: this.options.databaseUrl, ROLES: 'projector' },
+      // No METRICS_TOKEN: its figures reach the parent's /metrics, and HTTP_PORT is the parent's.
+      env: {
+        ...process.env,
+        DATABASE_URL: this.options.databaseUrl,
+        ROLES: 'projector',
+        METRICS_TOKEN: undefined,
+      },
       // Its logs pass through this process rather than inheriting our stdout and stderr: a child orphaned by
       // a SIGKILL must not hold our caller's pipes open while it winds down.
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],

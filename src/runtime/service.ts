@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { Config, Role } from '../config.js';
 import { createApiApp, createLiveHub } from '../api/app.js';
 import type { LiveHub } from '../api/live/hub.js';
+import { createMetricsOnlyApp } from '../api/metrics-only.js';
 import { createHttpServer, listen } from '../api/server.js';
 import { openEventStore } from '../eventstore/open.js';
 import type { EventStore } from '../eventstore/port.js';
@@ -148,6 +149,10 @@ export async function startService(
       lag,
       limits,
     });
+    server = await listen(createHttpServer(app, config), config.HTTP_PORT, config.HTTP_HOST);
+  } else if (config.METRICS_TOKEN) {
+    // Without the api role, HTTP_PORT serves this process's own /metrics, and only that.
+    const app = createMetricsOnlyApp({ config, metrics });
     server = await listen(createHttpServer(app, config), config.HTTP_PORT, config.HTTP_HOST);
   }
   const address = server?.address();

@@ -4,7 +4,7 @@ import { readAgentFiles } from '../../src/agents/agent-files.js';
 import type { ApplyCommand, CommandDown } from '../../src/edge-sim/commands.js';
 import { EdgeSim } from '../../src/edge-sim/index.js';
 import { controls, type Controls } from '../support/commands.js';
-import { adoptSimulatedFleet, connectedAgent, until } from '../support/edge-agent.js';
+import { adoptedDeviceWith, connectedAgent, until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
 import { call } from '../support/registry.js';
 
@@ -94,17 +94,7 @@ describe('command delivery over the real broker (mTLS) and the simulator', funct
     ({ sim, dir, token } = agent);
     sim.on('command', (message: ApplyCommand) => received.push(message));
     const { projectId } = agent.tenant;
-    await adoptSimulatedFleet(edge.store, {
-      projectId,
-      hubId: agent.hubId,
-      seed: SEED,
-      devices: DEVICES,
-      now: new Date(),
-    });
-    plug = await until(
-      'the plug adopted',
-      async () => sim.fleet().find((d) => d.capabilities.includes('binary.switch'))?.publicId,
-    );
+    plug = await adoptedDeviceWith(edge, agent, { seed: SEED, devices: DEVICES }, 'binary.switch');
     c = controls(edge.store, { projectId });
     await c.grant(plug, 'binary.switch');
   });

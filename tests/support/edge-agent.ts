@@ -69,3 +69,25 @@ export async function connectedAgent(
   await online;
   return { token, hubId: hubId as string, projectId: tenant.projectId, sim, tenant, dir };
 }
+
+/**
+ * Adopts a connected agent's simulated fleet (`seed` and `devices` as it was started with) and resolves with
+ * the public id of its device that has `capability`, once the agent has been told of the adoption.
+ */
+export async function adoptedDeviceWith(
+  edge: EdgeService,
+  agent: { readonly projectId: string; readonly hubId: string; readonly sim: EdgeSim },
+  fleet: { readonly seed: number; readonly devices: number },
+  capability: string,
+): Promise<string> {
+  await adoptSimulatedFleet(edge.store, {
+    projectId: agent.projectId,
+    hubId: agent.hubId,
+    ...fleet,
+    now: new Date(),
+  });
+  return until(
+    `the device with ${capability} adopted`,
+    async () => agent.sim.fleet().find((d) => d.capabilities.includes(capability))?.publicId,
+  );
+}

@@ -117,6 +117,7 @@ export class LiveHub {
     // is one the stream delivers (after an unknown id, one its replay_gap covers).
     stream.respond();
     if (lastEventId === undefined) return this.#join(stream, this.#headKey);
+    stream.options.metrics?.resumed();
     const decoded = decodeFrameId(lastEventId);
     if (
       !decoded ||
@@ -182,6 +183,7 @@ export class LiveHub {
     from: string | null,
     to: string,
   ): Record<string, unknown> {
+    stream.options.metrics?.replayGap(reason);
     return {
       reason,
       types,

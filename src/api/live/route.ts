@@ -2,6 +2,7 @@ import { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { CAPABILITY_KEYS, isCapabilityKey } from '../../domain/catalogue/index.js';
 import type { Logger } from '../../infra/logger.js';
+import type { LiveStreamMetrics } from '../../infra/metrics.js';
 import { REVOKED_CLIENTS_TTL_MS, type RevokedClients } from '../auth/revoked-clients.js';
 import { requireScope } from '../auth/require-scope.js';
 import { HttpProblem } from '../http-errors.js';
@@ -92,6 +93,7 @@ export interface LiveRouteOptions {
   /** The clients revoked lately: their open streams end within REVOKED_CLIENTS_TTL_MS plus this sweep. */
   readonly revoked?: Pick<RevokedClients, 'has'>;
   readonly now: () => number;
+  readonly metrics?: LiveStreamMetrics;
 }
 
 /** GET /live (mounted under /v1): the SSE stream. docs/api.md, "Live stream". */
@@ -128,6 +130,7 @@ export function liveRoutes(options: LiveRouteOptions): Router {
       stallMs: options.stallMs,
       expiresAtMs: principal.expiresAt * 1000,
       now: options.now,
+      metrics: options.metrics,
       onClose: (s) => {
         slot.release();
         revocations?.forget(s);

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { LiveStreamMetrics } from '../../infra/metrics.js';
 import type { LiveFrame, LiveType } from './frames.js';
 
 /** What a stream asked for. Tenancy is not a filter: the hub only ever offers frames of the stream's project. */
@@ -40,6 +41,7 @@ export interface LiveStreamOptions {
   readonly expiresAtMs: number;
   readonly now: () => number;
   readonly onClose: (stream: LiveStream) => void;
+  readonly metrics?: LiveStreamMetrics;
 }
 
 /**
@@ -87,6 +89,7 @@ export class LiveStream {
     const res = this.res;
     res.on('close', () => this.#release());
     res.on('drain', () => this.#drained?.());
+    this.options.metrics?.opened();
     this.#expiry = setTimeout(
       () => this.end('token_expired'),
       Math.max(0, this.options.expiresAtMs - this.options.now()),
@@ -128,6 +131,7 @@ export class LiveStream {
   offer(frame: LiveFrame): boolean {
     if (this.#behind || !this.#takes(frame)) return false;
     this.#write(frame.text);
+    this.options.metrics?.frameSent(frame.type);
     this.#behind = this.res.writableLength > this.options.maxBufferedBytes;
     return this.#behind;
   }
@@ -136,6 +140,7 @@ export class LiveStream {
   async push(frame: LiveFrame): Promise<void> {
     if (!this.#takes(frame)) return;
     this.#write(frame.text);
+    this.options.metrics?.frameSent(frame.type);
     await this.drained();
   }
 
@@ -180,7 +185,7 @@ export class LiveStream {
     const abandon = setTimeout(() => this.res.destroy(), END_GRACE_MS);
     abandon.unref();
     this.res.once('close', () => clearTimeout(abandon));
-    this.#release();
+    this.#release(reason);
   }
 
   /** Moves the cursor past `frame`; true when it is new, of this project and wanted. */
@@ -196,9 +201,11 @@ export class LiveStream {
     this.res.write(text);
   }
 
-  #release(): void {
+  /** Without a reason: the client closed the connection. */
+  #release(reason: EndReason | 'client_closed' = 'client_closed'): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.options.metrics?.ended(reason);
     clearInterval(this.#heartbeat);
     clearTimeout(this.#expiry);
     this.#drained?.();

@@ -6,6 +6,7 @@ import { COMMAND_MODES, COMMAND_STATUSES } from '../../domain/commands/events.js
 import { TTL_SECONDS_MAX, TTL_SECONDS_MIN, type CommandRecord } from '../../domain/control/index.js';
 import { NotFound } from '../../domain/errors.js';
 import type { EventStore } from '../../eventstore/port.js';
+import type { CommandMetrics } from '../../infra/metrics.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { findCommand, listCommands, type CommandRow } from '../../projections/commands/queries.js';
 import { findDevice } from '../../projections/devices/queries.js';
@@ -155,6 +156,7 @@ export function commandRoutes(deps: {
   store: EventStore;
   cursorKey: (name: string) => Promise<Buffer>;
   now: () => number;
+  metrics: CommandMetrics;
 }): Router {
   const router = Router();
   const cursors = commandCursors(deps.cursorKey);
@@ -168,7 +170,7 @@ export function commandRoutes(deps: {
       throw missingScope();
     }
     const key = idempotencyKey(req.get('idempotency-key'), bodyKey);
-    const answer = await requestCommand(
+    const decided = requestCommand(
       deps.store,
       {
         projectId: principal.projectId,
@@ -181,6 +183,7 @@ export function commandRoutes(deps: {
       },
       { clientId: principal.clientId, requestId: req.id },
     );
+    const answer = await deps.metrics.decided(decided);
     res
       .status(201)
       .set('Cache-Control', 'no-store')

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import type { EventStore } from '../../eventstore/port.js';
+import type { CommandMetrics } from '../../infra/metrics.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { commandRoutes } from './commands.js';
 import { grantRoutes } from './grants.js';
@@ -13,6 +14,7 @@ export function controlRoutes(deps: {
   cursorKey: (name: string) => Promise<Buffer>;
   store: EventStore;
   now: () => number;
+  metrics: CommandMetrics;
 }): Router {
   const router = Router();
   router.use(grantRoutes(deps));

@@ -57,6 +57,8 @@ export interface RunningBroker {
   refreshAgent(agentId: string): Promise<void>;
   /** True while this broker node holds an authenticated connection of the agent. */
   holdsAgent(agentId: string): boolean;
+  /** Agents with an authenticated connection to this node now (for /metrics). */
+  readonly connectedAgents: number;
   /** Closes the agent's live connections and fails any authentication in flight. True if one was open. */
   disconnectAgent(agentId: string): Promise<boolean>;
   /**
@@ -216,6 +218,10 @@ export async function startBroker(options: BrokerOptions): Promise<RunningBroker
     },
 
     holdsAgent,
+
+    get connectedAgents() {
+      return sessions.agentCount;
+    },
 
     async disconnectAgent(agentId) {
       const open = sessions.invalidate(agentId);

@@ -111,6 +111,11 @@ export class AgentSessions {
     return this.#byClient.get(client) ?? this.#released.get(client);
   }
 
+  /** Agents with at least one open session. */
+  get agentCount(): number {
+    return this.#byAgent.size;
+  }
+
   /** Open sessions of an agent. */
   of(agentId: string): AgentSession[] {
     return [...(this.#byAgent.get(agentId) ?? [])];

@@ -10,6 +10,7 @@ import { controlFolding, type ControlEvent, type DeviceControlState } from '../.
 import { deviceStreamName } from '../../domain/devices/decider.js';
 import { decideOnStream } from '../../eventstore/handle-command.js';
 import type { EventStore } from '../../eventstore/port.js';
+import type { CommandMetrics } from '../../infra/metrics.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { agentsProjector } from '../../projections/agents/projector.js';
 import { findAgent, findAgentIdOfDevice } from '../../projections/agents/queries.js';
@@ -29,6 +30,7 @@ export interface CommandDeliveryOptions {
   readonly now: () => Date;
   /** Device streams read at once when an agent comes back. */
   readonly redeliveryConcurrency?: number;
+  readonly metrics?: CommandMetrics;
 }
 
 const METADATA = { source: 'ingress' };
@@ -144,7 +146,7 @@ export class CommandDelivery {
     if (!agent.deviceIds.has(deviceId) && !(await this.#speaksFor(agent.agentId, deviceId))) {
       throw new RejectedMessage('foreign_device', `ack for ${deviceId}, not a device of this agent`);
     }
-    const { result: known } = await decideOnStream(
+    const { result: known, state: after } = await decideOnStream(
       this.#options.store,
       deviceStreamName(deviceId),
       controlFolding,
@@ -155,11 +157,12 @@ export class CommandDelivery {
           detail: ack.detail,
           now: this.#options.now(),
         });
-        return { events: events ?? [], result: events !== undefined };
+        return { events: events ?? [], result: events };
       },
       { metadata: METADATA },
     );
     if (!known) throw new RejectedMessage('unknown_command', `no command ${commandId} on device ${deviceId}`);
+    this.#options.metrics?.acknowledged(after, known);
   }
 
   /** The agent, if it may be sent commands through this node now. */
@@ -177,7 +180,7 @@ export class CommandDelivery {
     agentId: string,
     decide: (state: DeviceControlState) => SendDecision,
   ): Promise<void> {
-    const { result: toApply } = await decideOnStream(
+    const { result: toApply, state: after } = await decideOnStream(
       this.#options.store,
       deviceStreamName(deviceId),
       controlFolding,
@@ -187,6 +190,7 @@ export class CommandDelivery {
       },
       { metadata: METADATA },
     );
+    this.#options.metrics?.sent(after, toApply);
     for (const command of toApply) await this.#publish(agentId, command);
   }
 
