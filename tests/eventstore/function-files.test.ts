@@ -1,7 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import { expect } from 'chai';
 import {
-  EVENT_STORE_FUNCTION_NAMES,
+  EVENT_STORE_FUNCTION_FILES,
   EVENT_STORE_FUNCTIONS,
 } from '../../src/eventstore/postgres/functions/install-order.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
@@ -33,7 +34,7 @@ describe('event-store functions: one file each, applied on every migrate', () =>
 
   it('installs the files of its folder, each once, and installs them again on every migrate', async () => {
     const files = (await readdir(FUNCTIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
-    expect([...EVENT_STORE_FUNCTION_NAMES].map((name) => `${name}.sql`).sort()).to.deep.equal(files);
+    expect([...EVENT_STORE_FUNCTION_FILES].map((name) => `${name}.sql`).sort()).to.deep.equal(files);
 
     const db = await database();
     const installed = await dumpEventStoreDefinitions(db.pool);
@@ -63,5 +64,54 @@ describe('event-store functions: one file each, applied on every migrate', () =>
     expect(await dumpEventStoreDefinitions(before.pool)).to.equal(
       await dumpEventStoreDefinitions(current.pool),
     );
+  });
+
+  it('does not wait for an append in flight, and makes a trigger again only when it differs', async () => {
+    const db = await database();
+    const installed = await dumpEventStoreDefinitions(db.pool);
+    const appender = await db.pool.connect();
+    try {
+      await appender.query('BEGIN');
+      await appender.query(
+        `SELECT * FROM eventstore.append_events('device-dev_a', -1, $1::uuid[], '{DeviceRegistered}', '{"{}"}', '{NULL}')`,
+        [[randomUUID()]],
+      );
+      const { rows: held } = await db.pool.query<{ mode: string }>(
+        `SELECT mode FROM pg_locks WHERE pid = $1 AND relation = 'eventstore.events'::regclass AND granted`,
+        [(await appender.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid],
+      );
+      expect(
+        held.map((r) => r.mode),
+        'the append holds its lock on the events',
+      ).to.include('RowExclusiveLock');
+
+      // Either the migrate commits, or it queues for a lock that the open append holds.
+      let settled = false;
+      const migrating = migrate(db.pool, EVENT_STORE_FUNCTIONS).finally(() => {
+        settled = true;
+      });
+      const blocked = async () =>
+        (
+          await db.pool.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          )
+        ).rowCount! > 0;
+      while (!settled && !(await blocked())) await new Promise((resolve) => setImmediate(resolve));
+      expect(settled, 'migrate waited for the append in flight').to.equal(true);
+      await migrating;
+    } finally {
+      await appender.query('ROLLBACK');
+      appender.release();
+    }
+
+    // One trigger as the first migration made it, without the appended rows; the other missing.
+    await db.pool.query(
+      `CREATE OR REPLACE TRIGGER events_notify AFTER INSERT ON eventstore.events
+         FOR EACH STATEMENT EXECUTE FUNCTION eventstore.notify_append();
+       DROP TRIGGER events_never_from_read_model_writers ON eventstore.events;`,
+    );
+    expect(await dumpEventStoreDefinitions(db.pool)).to.not.equal(installed);
+    await migrate(db.pool, EVENT_STORE_FUNCTIONS);
+    expect(await dumpEventStoreDefinitions(db.pool), 'both made again as defined').to.equal(installed);
   });
 });

@@ -1,10 +1,10 @@
--- notify_append: wakes subscribers after every statement that appends; correctness never depends on it
--- (they also poll). The notification names the transaction that appended and the event types it wrote, as
--- "<xid>:<type>,<type>". A subscriber skips a notification none of whose types it follows (most of them:
--- readings wake the two projectors that read them, not all the others), and one woken by it can tell an
--- event it has not seen yet (its transaction is past the visible head because an older open transaction
--- still hides it: read again soon) from one it already read. A payload too long for NOTIFY names the
--- transaction only (every subscriber wakes).
+-- notify_append: wakes subscribers after every statement that appends (trigger events_notify, triggers.sql);
+-- correctness never depends on it (they also poll). The notification names the transaction that appended
+-- and the event types it wrote, as "<xid>:<type>,<type>". A subscriber skips a notification none of whose
+-- types it follows (most of them: readings wake the two projectors that read them, not all the others), and
+-- one woken by it can tell an event it has not seen yet (its transaction is past the visible head because an
+-- older open transaction still hides it: read again soon) from one it already read. A payload too long for
+-- NOTIFY names the transaction only (every subscriber wakes).
 CREATE OR REPLACE FUNCTION eventstore.notify_append() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   v_types text := (SELECT string_agg(DISTINCT a.event_type, ',') FROM appended a);
@@ -16,7 +16,3 @@ BEGIN
   RETURN NULL;
 END
 $$;
-
-CREATE OR REPLACE TRIGGER events_notify AFTER INSERT ON eventstore.events
-  REFERENCING NEW TABLE AS appended
-  FOR EACH STATEMENT EXECUTE FUNCTION eventstore.notify_append();

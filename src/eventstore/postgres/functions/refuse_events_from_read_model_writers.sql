@@ -1,5 +1,6 @@
 -- refuse_events_from_read_model_writers: a connection of the read-model writers may not insert events,
--- because read_horizon does not wait for its transactions (read_horizon.sql).
+-- because read_horizon does not wait for its transactions (read_horizon.sql). Trigger
+-- events_never_from_read_model_writers, triggers.sql.
 CREATE OR REPLACE FUNCTION eventstore.refuse_events_from_read_model_writers() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF current_setting('application_name') = 'device-cloud-read-models' THEN
@@ -9,7 +10,3 @@ BEGIN
   RETURN NULL;
 END
 $$;
-
-CREATE OR REPLACE TRIGGER events_never_from_read_model_writers
-  BEFORE INSERT ON eventstore.events
-  FOR EACH STATEMENT EXECUTE FUNCTION eventstore.refuse_events_from_read_model_writers();
