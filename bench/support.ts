@@ -11,6 +11,7 @@ import {
   type EmbeddedDatabase,
 } from '../src/infra/postgres/embedded.js';
 import { migrate } from '../src/infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../src/eventstore/postgres/functions/install-order.js';
 import { createPool, type Pool } from '../src/infra/postgres/pool.js';
 import { freePort } from '../src/infra/ports.js';
 import { undoable } from './interrupt.js';
@@ -80,7 +81,7 @@ export async function benchDatabase(): Promise<{
   u.pathname = '/' + name;
   const url = u.toString();
   const pool = createPool(url, { max: 12, applicationName: BENCH_APPLICATION });
-  await migrate(pool);
+  await migrate(pool, EVENT_STORE_FUNCTIONS);
   const serverVersion = (await pool.query<{ v: string }>("SELECT current_setting('server_version') AS v"))
     .rows[0]!.v;
   return {

@@ -2,6 +2,7 @@ import type { Config } from '../config.js';
 import type { Logger } from '../infra/logger.js';
 import { startEmbeddedPostgres } from '../infra/postgres/embedded.js';
 import { migrate } from '../infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../eventstore/postgres/functions/install-order.js';
 import { createLockPool, createPool, type Pool } from '../infra/postgres/pool.js';
 import { createReadModelPool } from '../eventstore/postgres/read-model-writers.js';
 
@@ -46,7 +47,7 @@ export async function openDatabase(
   const endAll = () =>
     Promise.all([pool.end(), locks.end(), readModels.end(), queries === pool ? undefined : queries.end()]);
   try {
-    const report = await migrate(pool);
+    const report = await migrate(pool, EVENT_STORE_FUNCTIONS);
     if (report.applied.length > 0) logger.info({ applied: report.applied }, 'migrations applied');
   } catch (error) {
     await endAll();

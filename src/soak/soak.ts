@@ -10,6 +10,7 @@ import { PostgresEventStore } from '../eventstore/postgres/adapter.js';
 import type { Logger } from '../infra/logger.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../infra/postgres/embedded.js';
 import { migrate } from '../infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../eventstore/postgres/functions/install-order.js';
 import { createPool } from '../infra/postgres/pool.js';
 import { createClient } from '../identity/clients.js';
 import { ClientSecretHasher } from '../identity/secret-hash.js';
@@ -123,7 +124,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   let sim: EdgeSim | undefined;
   let followers: LiveFollowers | undefined;
   try {
-    await migrate(pool);
+    await migrate(pool, EVENT_STORE_FUNCTIONS);
     const mqttPort = await freePort();
     const { projectId, files } = await provisionSimulatedAgent(store, {
       dataDir,

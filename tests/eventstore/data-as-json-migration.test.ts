@@ -3,13 +3,23 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { createPool } from '../../src/infra/postgres/pool.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
 const MIGRATIONS = new URL('../../src/infra/postgres/migrations/', import.meta.url);
 const DATA_AS_JSON = '0404_event_store_data_as_json.sql';
+/** The event store's functions and triggers as a database of then held them (jsonb data). */
+const DEFINITIONS_BEFORE = new URL(
+  '../fixtures/eventstore-before-function-files/definitions-before-0404.sql',
+  import.meta.url,
+);
 
-/** Applies the migrations before 0404 as migrate() would, so the store is as a deployment of then left it. */
+/**
+ * Leaves the store as a deployment of the version before 0404 left it: the migrations before it as
+ * migrate() applies them, then the functions and triggers in force then, which those migrations defined
+ * themselves before the definitions moved to src/eventstore/postgres/functions.
+ */
 async function migrateUpTo(db: TestDatabase, last: string): Promise<void> {
   const files = (await readdir(MIGRATIONS)).filter((f) => /^\d{4}_.+\.sql$/.test(f) && f < last).sort();
   await db.pool.query(
@@ -19,6 +29,7 @@ async function migrateUpTo(db: TestDatabase, last: string): Promise<void> {
     await db.pool.query(await readFile(new URL(file, MIGRATIONS), 'utf8'));
     await db.pool.query('INSERT INTO public.schema_migrations (name) VALUES ($1)', [file]);
   }
+  await db.pool.query(await readFile(DEFINITIONS_BEFORE, 'utf8'));
 }
 
 const columnTypes = async (db: TestDatabase) =>
@@ -70,7 +81,7 @@ describe('migration 0404: event data and metadata stored as json', () => {
     await oldNode.end();
     expect(before.events.map((e) => e.id)).to.deep.equal([first, second, third]);
 
-    const report = await migrate(db.pool);
+    const report = await migrate(db.pool, EVENT_STORE_FUNCTIONS);
     store = new PostgresEventStore(db.pool, { connectionString: db.url });
 
     expect(report.applied[0], 'the migration after 0403').to.equal(DATA_AS_JSON);
@@ -80,7 +91,7 @@ describe('migration 0404: event data and metadata stored as json', () => {
         WHERE pronamespace = 'eventstore'::regnamespace AND proname IN ('read_all_page', 'read_types_page')
         ORDER BY proname`,
     );
-    expect(settings, 'the page functions keep their plan and sort settings (0300, 0402)').to.deep.equal([
+    expect(settings, 'the page functions keep their plan and sort settings').to.deep.equal([
       { name: 'read_all_page', config: ['enable_bitmapscan=off', 'work_mem=64MB'] },
       { name: 'read_types_page', config: ['enable_bitmapscan=off', 'work_mem=64MB'] },
     ]);

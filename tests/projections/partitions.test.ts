@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { createPool } from '../../src/infra/postgres/pool.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import {
@@ -254,7 +255,7 @@ describe('partitioned projectors on PostgreSQL', () => {
       );
       INSERT INTO telemetry_applied (singleton, position) VALUES (true, '00000000000000420000000000000001');
       DELETE FROM public.schema_migrations WHERE name LIKE '0310_%' OR name LIKE '0405_%';`);
-    await migrate(db.pool);
+    await migrate(db.pool, EVENT_STORE_FUNCTIONS);
     const { rows } = await db.pool.query('SELECT projector, position FROM telemetry_applied');
     expect(rows).to.deep.equal([{ projector: 'telemetry', position: '00000000000000420000000000000001' }]);
     // The projector's own schema then finds the table in its shape, and each partition keeps its own row.

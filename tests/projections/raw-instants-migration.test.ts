@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import pg from 'pg';
 import { migrate } from '../../src/infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { inTransaction } from '../../src/infra/postgres/pool.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
@@ -83,7 +84,7 @@ describe('migration 0403: telemetry_raw from one row per reading to one row per 
       options: '-c TimeZone=Asia/Shanghai -c DateStyle=SQL,DMY',
     });
     try {
-      const { applied } = await migrate(odd);
+      const { applied } = await migrate(odd, EVENT_STORE_FUNCTIONS);
       expect(applied).to.deep.equal(['0403_telemetry_raw_one_row_per_instant.sql']);
     } finally {
       await odd.end();
@@ -195,7 +196,7 @@ describe('migration 0403: telemetry_raw from one row per reading to one row per 
 
     // A second run finds the new shape and changes nothing.
     await db.pool.query(`DELETE FROM public.schema_migrations WHERE name LIKE '0403_%'`);
-    await migrate(db.pool);
+    await migrate(db.pool, EVENT_STORE_FUNCTIONS);
     const { rows: count } = await db.pool.query<{ n: number }>(
       'SELECT count(*)::int AS n FROM telemetry_raw',
     );

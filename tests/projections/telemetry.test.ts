@@ -4,6 +4,7 @@ import { pointValue, TELEMETRY_AGGREGATIONS } from '../../src/domain/readings/in
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { inTransaction } from '../../src/infra/postgres/pool.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { installProjector } from '../../src/projections/checkpoints.js';
@@ -530,7 +531,7 @@ describe('state and telemetry projections', () => {
     await db.pool.query(`
       UPDATE telemetry_applied SET rolled_before = NULL;
       DELETE FROM public.schema_migrations WHERE name LIKE '0405_%';`);
-    await migrate(db.pool);
+    await migrate(db.pool, EVENT_STORE_FUNCTIONS);
     const { rows } = await db.pool.query<{ rolled_before: string }>(
       'SELECT rolled_before FROM telemetry_applied',
     );

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { inTransaction } from '../../src/infra/postgres/pool.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { installProjector } from '../../src/projections/checkpoints.js';
@@ -185,7 +186,7 @@ describe('telemetry tables partitioned by time', () => {
         options: '-c TimeZone=Pacific/Kiritimati -c DateStyle=SQL,DMY',
       });
       try {
-        await migrate(odd);
+        await migrate(odd, EVENT_STORE_FUNCTIONS);
       } finally {
         await odd.end();
       }

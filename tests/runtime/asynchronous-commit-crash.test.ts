@@ -7,6 +7,7 @@ import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/postgres/embedded.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { freePort } from '../../src/infra/ports.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
@@ -104,7 +105,7 @@ describe('a projector batch committed without waiting for the WAL flush, in a Po
   it('is applied again from the event store after the restart, exactly once', async () => {
     const port = await freePort();
     await open(port);
-    await migrate(pool!);
+    await migrate(pool!, EVENT_STORE_FUNCTIONS);
     await pool!.query(`ALTER SYSTEM SET wal_writer_delay = '10s'`);
     await pool!.query(`ALTER SYSTEM SET wal_writer_flush_after = '1GB'`);
     await pool!.query(`ALTER SYSTEM SET autovacuum = off`);

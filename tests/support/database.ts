@@ -5,6 +5,7 @@ import { createLogger } from '../../src/infra/logger.js';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/infra/postgres/embedded.js';
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
+import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { createLockPool, createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { freePort } from '../../src/infra/ports.js';
 import { removeRunDirectory, runDirectory, RUN_ID } from './run-directory.js';
@@ -59,7 +60,7 @@ function migratedTemplate(): Promise<string> {
     created.push(name);
     const pool = createPool(withDatabase(adminUrl, name), { max: 2 });
     try {
-      await migrate(pool);
+      await migrate(pool, EVENT_STORE_FUNCTIONS);
     } finally {
       await pool.end();
     }

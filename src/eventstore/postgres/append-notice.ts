@@ -1,6 +1,9 @@
 import { encodePgPosition } from './position.js';
 
-/** What an append notification says (migration 0303): where the appending transaction's events start, and their types. */
+/**
+ * What an append notification says (functions/notify_append.sql): where the appending transaction's events
+ * start, and their types.
+ */
 export interface AppendNotice {
   /** The lowest position the transaction's events can have; undefined when the payload names no transaction. */
   readonly committedFrom: string | undefined;

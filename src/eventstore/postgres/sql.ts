@@ -46,7 +46,8 @@ export const READ_STREAM = prepared(
  * One page of the global order after ($1, $2), only from transactions older than every running one, so
  * nothing can later commit before a position a reader has passed. The last row (is_head) carries the
  * newest visible position, so a filtered reader can move its checkpoint past events it did not want.
- * The statements live in functions (migration 0300) that pin the plan to an ordered index walk.
+ * The statements live in functions (functions/read_all_page.sql, read_types_page.sql) that pin the plan to
+ * an ordered index walk.
  */
 export const READ_ALL = prepared(
   'eventstore.read-all',

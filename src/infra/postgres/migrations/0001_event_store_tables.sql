@@ -22,14 +22,3 @@ CREATE TABLE eventstore.events (
   UNIQUE (stream_name, stream_revision),
   UNIQUE (event_id)
 );
-
--- Wakes subscribers; correctness never depends on it (they also poll).
-CREATE FUNCTION eventstore.notify_append() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_notify('eventstore_append', '');
-  RETURN NULL;
-END
-$$;
-
-CREATE TRIGGER events_notify AFTER INSERT ON eventstore.events
-  FOR EACH STATEMENT EXECUTE FUNCTION eventstore.notify_append();

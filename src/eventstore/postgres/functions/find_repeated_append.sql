@@ -1,6 +1,6 @@
 -- find_repeated_append: the stored result of an earlier append of exactly these event ids to this stream,
 -- or no row. Ids stored elsewhere, or only some of them stored, are a conflict (DC002).
-CREATE FUNCTION eventstore.find_repeated_append(p_stream text, p_ids uuid[])
+CREATE OR REPLACE FUNCTION eventstore.find_repeated_append(p_stream text, p_ids uuid[])
 RETURNS TABLE (next_revision bigint, last_transaction_id xid8, last_global_position bigint)
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -2,13 +2,13 @@
 --   p_expected: >= 0 exact revision, -1 no stream, -2 any, -3 stream exists.
 -- A batch whose event ids are all already in this stream is an idempotent repeat: nothing is written and
 -- the stored result is returned. Raises DC001 (wrong expected revision) or DC002 (duplicate event id).
-CREATE FUNCTION eventstore.append_events(
+CREATE OR REPLACE FUNCTION eventstore.append_events(
   p_stream text,
   p_expected bigint,
   p_ids uuid[],
   p_types text[],
-  p_data jsonb[],
-  p_metadata jsonb[]
+  p_data json[],
+  p_metadata json[]
 ) RETURNS TABLE (next_revision bigint, last_transaction_id xid8, last_global_position bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -58,7 +58,8 @@ BEGIN
   RETURN QUERY
   WITH inserted AS (
     INSERT INTO eventstore.events (stream_name, stream_revision, event_id, event_type, data, metadata)
-    SELECT p_stream, v_current + u.ord, u.id, u.type, u.data, coalesce(u.metadata, '{}'::jsonb)
+    SELECT p_stream, v_current + u.ord, u.id, u.type, eventstore.storable(u.data),
+           eventstore.storable(coalesce(u.metadata, '{}'::json))
       FROM unnest(p_ids, p_types, p_data, p_metadata) WITH ORDINALITY AS u(id, type, data, metadata, ord)
       ORDER BY u.ord
     RETURNING transaction_id, global_position

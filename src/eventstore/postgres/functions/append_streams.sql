@@ -1,17 +1,17 @@
 -- append_streams: several streams, each with its own expected revision, all or nothing, in one statement.
 -- A decision that records its events together with another stream's (a command and the claim on its
--- idempotency key) took BEGIN, an append per stream and COMMIT: four round trips where one does. The
--- events are the concatenation of every stream's, p_counts[i] of them for p_streams[i]. Errors are
+-- idempotency key) would otherwise take BEGIN, an append per stream and COMMIT: four round trips where one
+-- does. The events are the concatenation of every stream's, p_counts[i] of them for p_streams[i]. Errors are
 -- append_events' own; the caller works out which stream a DC001 is about (no exception block here: it
 -- would cost a subtransaction on every call to name the stream of a rare conflict).
-CREATE FUNCTION eventstore.append_streams(
+CREATE OR REPLACE FUNCTION eventstore.append_streams(
   p_streams text[],
   p_expected bigint[],
   p_counts integer[],
   p_ids uuid[],
   p_types text[],
-  p_data jsonb[],
-  p_metadata jsonb[]
+  p_data json[],
+  p_metadata json[]
 ) RETURNS TABLE (next_revision bigint, last_transaction_id xid8, last_global_position bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
