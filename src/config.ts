@@ -116,6 +116,9 @@ const schema = z.object({
   // large hub sends, and a burst that lets it flush a short outage's queue at once.
   READINGS_QUOTA_PER_SECOND: positiveInt.default(2000),
   READINGS_QUOTA_BURST: positiveInt.default(10_000),
+  // Per-agent command-ack quota, the same kind of bucket counted in acks (docs/mqtt.md §7).
+  COMMAND_ACKS_QUOTA_PER_SECOND: positiveInt.default(50),
+  COMMAND_ACKS_QUOTA_BURST: positiveInt.default(500),
   // Retention in days: reading events in the event store, raw readings, and each bucket table.
   // At least 8: a reading may arrive up to 7 days late, and its raw row and buckets must still be there.
   READINGS_RETENTION_DAYS: positiveInt.default(30),

@@ -1,4 +1,4 @@
-import { mkdir, open, readFile, stat } from 'node:fs/promises';
+import { link, lstat, mkdir, mkdtemp, open, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
 import type { RegisteredAgent } from './register.js';
@@ -36,7 +36,11 @@ export interface AgentFiles {
 }
 
 /** The files handed to a freshly registered agent that dials `brokerUrl`. */
-export function agentFilesFor(agent: RegisteredAgent, caPem: string, brokerUrl: string): AgentFiles {
+export function agentFilesFor(
+  agent: Omit<RegisteredAgent, 'position'>,
+  caPem: string,
+  brokerUrl: string,
+): AgentFiles {
   return {
     caPem,
     certPem: agent.certificate.certPem,
@@ -53,22 +57,78 @@ export function agentFilesFor(agent: RegisteredAgent, caPem: string, brokerUrl: 
   };
 }
 
-/** Refuses a directory that already holds an agent's key, so one agent's identity is never overwritten. */
-export async function assertNoAgentIn(dir: string): Promise<void> {
-  const existing = await stat(path.join(dir, AGENT_FILES.key)).catch(() => undefined);
-  if (existing) throw new Error(`${dir} already holds an agent key (${AGENT_FILES.key})`);
+/** Files written by writeAgentFiles, until the agent they are for is registered. */
+export interface WrittenAgentFiles {
+  /** Removes the files written (registering the agent failed): the directory is left as it was found. */
+  remove(): Promise<void>;
 }
 
-export async function writeAgentFiles(dir: string, files: AgentFiles): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  await writeNew(path.join(dir, AGENT_FILES.key), files.keyPem, 0o600);
-  await writeNew(path.join(dir, AGENT_FILES.cert), files.certPem, 0o644);
-  await writeNew(path.join(dir, AGENT_FILES.ca), files.caPem, 0o644);
-  await writeNew(
-    path.join(dir, AGENT_FILES.connection),
-    JSON.stringify(files.connection, null, 2) + '\n',
-    0o644,
-  );
+/** Why agent files were not written; nothing was left behind. */
+export class AgentFilesRefused extends Error {
+  override readonly name = 'AgentFilesRefused';
+}
+
+/**
+ * Writes an agent's files into `dir` all or nothing. `dir` is created (0700) if missing; an existing one
+ * must be a directory that others cannot write to (anyone who can could swap a file for a symlink, or read
+ * the key through one), and must hold none of the four names, not even as a symlink. The files are written
+ * to a fresh 0700 directory inside `dir` first (same filesystem; each created exclusively, the key 0600 from
+ * its first byte) and then hard-linked into place: a link never replaces or follows what is already there,
+ * so a file that appears meanwhile makes the write fail, and every file linked so far is removed again.
+ */
+export async function writeAgentFiles(dir: string, files: AgentFiles): Promise<WrittenAgentFiles> {
+  const createdDir = await prepareDirectory(dir);
+  const contents: [string, string, number][] = [
+    [AGENT_FILES.key, files.keyPem, 0o600],
+    [AGENT_FILES.cert, files.certPem, 0o644],
+    [AGENT_FILES.ca, files.caPem, 0o644],
+    [AGENT_FILES.connection, JSON.stringify(files.connection, null, 2) + '\n', 0o644],
+  ];
+  const linked: string[] = [];
+  const remove = async () => {
+    await Promise.all(linked.map((file) => rm(file, { force: true })));
+    if (createdDir) await rmdir(dir).catch(() => undefined);
+  };
+  const staging = await mkdtemp(path.join(dir, '.agent-files-'));
+  try {
+    for (const [name, content, mode] of contents) await writeNew(path.join(staging, name), content, mode);
+    for (const [name] of contents) {
+      const target = path.join(dir, name);
+      await link(path.join(staging, name), target).catch((error: NodeJS.ErrnoException) => {
+        throw error.code === 'EEXIST' ? new AgentFilesRefused(`${target} already exists`) : error;
+      });
+      linked.push(target);
+    }
+  } catch (error) {
+    await rm(staging, { recursive: true, force: true });
+    await remove();
+    throw error;
+  }
+  await rm(staging, { recursive: true, force: true });
+  return { remove };
+}
+
+/** Creates `dir` (0700), or checks an existing one; true when it was created here. */
+async function prepareDirectory(dir: string): Promise<boolean> {
+  const existing = await stat(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (!existing) {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    return true;
+  }
+  if (!existing.isDirectory()) throw new AgentFilesRefused(`${dir} is not a directory`);
+  if ((existing.mode & 0o002) !== 0) {
+    throw new AgentFilesRefused(
+      `${dir} is writable by every user: choose a directory only its owner can write to`,
+    );
+  }
+  for (const name of Object.values(AGENT_FILES)) {
+    const file = path.join(dir, name);
+    if (await lstat(file).catch(() => undefined)) throw new AgentFilesRefused(`${file} already exists`);
+  }
+  return false;
 }
 
 export async function readAgentFiles(dir: string): Promise<AgentFiles> {

@@ -27,6 +27,11 @@ export interface RegisteredAgent {
   readonly position: string;
 }
 
+/** An agent decided and its certificate issued, not yet recorded: `record` appends its registration. */
+export interface PreparedAgent extends Omit<RegisteredAgent, 'position'> {
+  record(): Promise<RegisteredAgent>;
+}
+
 /**
  * Registers an edge agent and the hub it fronts (a device with a public id, no parent, in the site), in one
  * append across the two streams, and issues the agent's certificate from the edge CA. An unknown project,
@@ -38,6 +43,20 @@ export async function registerAgent(
   input: { projectId: string; siteId: string },
   metadata: Record<string, unknown> = {},
 ): Promise<RegisteredAgent> {
+  return (await prepareAgent(store, authority, input, metadata)).record();
+}
+
+/**
+ * registerAgent in two steps, for a caller that must do something with the certificate (write the agent's
+ * files) before anything is recorded, and record nothing if that fails. An issued certificate whose agent
+ * is never recorded is refused by the broker, as its agent does not exist.
+ */
+export async function prepareAgent(
+  store: EventStore,
+  authority: Authority,
+  input: { projectId: string; siteId: string },
+  metadata: Record<string, unknown> = {},
+): Promise<PreparedAgent> {
   const { projectId, siteId } = input;
   const project = await store.readStream(projectStream(projectId), { maxCount: 1 });
   if (project.length === 0) throw new NotFound('project');
@@ -78,17 +97,19 @@ export async function registerAgent(
     deviceDecider.initialState(),
   );
   const toNew = (e: { type: string; data: unknown }): NewEvent => ({ id: randomUUID(), ...e, metadata });
-  const [, hubAppended] = await store.appendMany([
-    { streamName: agentStreamName(agentId), events: agentEvents.map(toNew), expectedRevision: 'no_stream' },
-    { streamName: deviceStreamName(hubId), events: hubEvents.map(toNew), expectedRevision: 'no_stream' },
-  ]);
+  const agent = { agentId, hubId, projectId, siteId, timezone: siteCreated.data.timezone, certificate };
   return {
-    agentId,
-    hubId,
-    projectId,
-    siteId,
-    timezone: siteCreated.data.timezone,
-    certificate,
-    position: hubAppended!.position,
+    ...agent,
+    async record() {
+      const [, hubAppended] = await store.appendMany([
+        {
+          streamName: agentStreamName(agentId),
+          events: agentEvents.map(toNew),
+          expectedRevision: 'no_stream',
+        },
+        { streamName: deviceStreamName(hubId), events: hubEvents.map(toNew), expectedRevision: 'no_stream' },
+      ]);
+      return { ...agent, position: hubAppended!.position };
+    },
   };
 }

@@ -104,9 +104,12 @@ function stepOf(
     mode: command.mode,
     status: command.status,
   };
-  // The agent that acknowledged: the one the command was last sent to.
-  const agentId = before.commands.get(commandId)?.lastAttempt?.agentId;
-  const agent = agentId === undefined ? 'agent' : `agent:${agentId}`;
+  // The agent that acknowledged, as the ack's event records it; events recorded before it was kept name the
+  // agent the command was last sent to.
+  const ackedBy = (recorded: { agentId?: string }) => {
+    const agentId = recorded.agentId ?? before.commands.get(commandId)?.lastAttempt?.agentId;
+    return agentId === undefined ? 'agent' : `agent:${agentId}`;
+  };
   switch (event.type) {
     case 'CommandAccepted':
       return {
@@ -123,12 +126,17 @@ function stepOf(
         detail: `attempt ${event.data.attempt} to ${event.data.agentId}`,
       };
     case 'CommandSucceeded':
-      return { ...base, step: OUTCOME_STEPS[event.type], by: agent, detail: event.data.detail ?? '' };
+      return {
+        ...base,
+        step: OUTCOME_STEPS[event.type],
+        by: ackedBy(event.data),
+        detail: event.data.detail ?? '',
+      };
     case 'CommandFailed':
       return {
         ...base,
         step: OUTCOME_STEPS[event.type],
-        by: agent,
+        by: ackedBy(event.data),
         detail: joined(event.data.reason, event.data.detail),
       };
     case 'CommandExpired':
@@ -151,7 +159,7 @@ function stepOf(
       return {
         ...base,
         step: 'ack_ignored',
-        by: agent,
+        by: ackedBy(event.data),
         detail: joined(`late ${event.data.ackStatus}`, event.data.detail),
       };
   }

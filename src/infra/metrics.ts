@@ -79,6 +79,17 @@ export function createMetrics() {
       help: 'Readings messages held back by the per-agent readings quota: stored, and acknowledged, later',
       registers: [registry],
     }),
+    commandAcksDropped: new Counter({
+      name: 'devcloud_command_acks_dropped_total',
+      help: 'Command acks an agent sent that recorded nothing and were dropped, by reason',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    commandAcksOverQuota: new Counter({
+      name: 'devcloud_command_acks_over_quota_total',
+      help: 'Command acks held back by the per-agent ack quota: handled, and acknowledged, later',
+      registers: [registry],
+    }),
     readingsAppendMessages: new Histogram({
       name: 'devcloud_readings_append_messages',
       help: 'Readings messages grouped into one event-store append',

@@ -13,6 +13,7 @@ import { ConnectivityRecorder } from './connectivity.js';
 import { resendToAgent, runEdgeDispatcher } from './downlink.js';
 import { loadOrCreateAuthority } from './pki/authority.js';
 import { createReadingsIngestor } from './readings/ingestor.js';
+import { AgentQuota } from './readings/reading-quota.js';
 import { uplinkDispatch, type ReadingsPort } from './uplink.js';
 
 export interface RunningIngress {
@@ -36,6 +37,8 @@ export interface IngressDependencies {
     | 'READINGS_BATCH_MAX_MESSAGES'
     | 'READINGS_QUOTA_PER_SECOND'
     | 'READINGS_QUOTA_BURST'
+    | 'COMMAND_ACKS_QUOTA_PER_SECOND'
+    | 'COMMAND_ACKS_QUOTA_BURST'
   >;
   readonly logger: Logger;
   readonly metrics: Metrics;
@@ -74,6 +77,14 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     logger,
     now: () => new Date(clock()),
     metrics: metrics.commands,
+    ackQuota: new AgentQuota({
+      perSecond: config.COMMAND_ACKS_QUOTA_PER_SECOND,
+      burst: config.COMMAND_ACKS_QUOTA_BURST,
+      counts: 'command acks',
+      logger,
+      onOverQuota: () => metrics.commandAcksOverQuota.inc(),
+    }),
+    onAckDropped: (reason) => metrics.commandAcksDropped.inc({ reason }),
   });
   const uplink = uplinkDispatch({
     store,

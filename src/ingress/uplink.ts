@@ -11,7 +11,13 @@ import type { ConnectivityRecorder } from './connectivity.js';
 
 /** Commands (CommandDelivery): acks resolve once the outcome is durable; an agent gone gets nothing sent. */
 export interface CommandUplinkPort {
-  ack(agent: AgentRecord, commandId: string, ack: UplinkPayloads['commandAck']): Promise<void>;
+  /** `connection` aborted: the ack can no longer be acknowledged, and need not wait for its quota. */
+  ack(
+    agent: AgentRecord,
+    commandId: string,
+    ack: UplinkPayloads['commandAck'],
+    connection?: AbortSignal,
+  ): Promise<void>;
   agentOffline(agentId: string): void;
 }
 
@@ -128,7 +134,12 @@ export function uplinkDispatch(deps: UplinkDependencies): {
         return;
       }
       case 'commandAck':
-        return deps.commands.ack(agent, topic.commandId, parseUplinkPayload(topic, payload).payload);
+        return deps.commands.ack(
+          agent,
+          topic.commandId,
+          parseUplinkPayload(topic, payload).payload,
+          connection.ended,
+        );
     }
   };
 

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { decideAck, decideExpiry, decideSend } from '../../src/domain/commands/delivery.js';
 import { controlFolding, type ControlEvent } from '../../src/domain/control/index.js';
 import { deviceStreamName } from '../../src/domain/devices/decider.js';
+import { isDisplaySafeText } from '../../src/domain/text.js';
 import { decideOnStream } from '../../src/eventstore/handle-command.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
 import { devcloud } from '../support/devcloud.js';
@@ -73,7 +74,10 @@ describe('devcloud audit: grants and commands replayed from the event store', fu
           decideSend(s, commandId, 'accepted', { agentId: 'agt_edge', now: new Date(t(seconds)) }).events,
       );
     const ack = (deviceId: string, commandId: string, seconds: number, status: 'applied' | 'failed') =>
-      record(deviceId, (s) => decideAck(s, { commandId, status, now: new Date(t(seconds)) })!);
+      record(deviceId, (s) => {
+        const decision = decideAck(s, { agentId: 'agt_edge', commandId, status, now: new Date(t(seconds)) });
+        return decision.accepted ? decision.events : [];
+      });
 
     at(0);
     await mine.grant(d1, 'binary.switch');
@@ -296,6 +300,53 @@ describe('devcloud audit: grants and commands replayed from the event store', fu
       expect(run.code, bad.join(' ')).to.equal(1);
       expect(run.stderr).to.match(/^devcloud: audit/);
     }
+  });
+
+  it('prints stored text with control characters escaped, one row each, and exactly with --json', async () => {
+    // Stored as an agent could before such text was refused at ingress: the decider takes it as it comes.
+    const tenant = await createTenant(api, ['devices:read']);
+    const device = await deviceOf(api, tenant.projectId, await siteOf(api, tenant.projectId), {
+      capabilities: ['binary.switch'],
+    });
+    const c = controls(api.store, { projectId: tenant.projectId });
+    await c.grant(device, 'binary.switch');
+    const commandId = await c.command(device, {
+      capability: 'binary.switch',
+      value: true,
+      mode: 'imperative',
+    });
+    const detail = 'ok\n\u001b[1A\u001b[2K\u202eforged';
+    await decideOnStream(api.store, deviceStreamName(device), controlFolding, (state) => {
+      const now = new Date();
+      const sent = decideSend(state, commandId, 'accepted', { agentId: 'agt_edge', now }).events;
+      return { events: sent, result: undefined };
+    });
+    await decideOnStream(api.store, deviceStreamName(device), controlFolding, (state) => {
+      const decision = decideAck(state, {
+        agentId: 'agt_edge',
+        commandId,
+        status: 'failed',
+        detail,
+        now: new Date(),
+      });
+      return { events: decision.accepted ? decision.events : [], result: undefined };
+    });
+
+    const table = await devcloud(api, 'audit', 'commands', '--device', device);
+    expect(table.code, table.stderr).to.equal(0);
+    const lines = table.stdout.trimEnd().split('\n');
+    expect(lines, table.stdout).to.have.length(4); // the header, accepted, sent, failed
+    expect(lines[3]).to.match(/\bfailed\b/);
+    expect(lines[3]).to.include('agent_reported: ok\\x0a\\x1b[1A\\x1b[2K\\u{202e}forged');
+    expect(isDisplaySafeText(table.stdout.replaceAll('\n', '')), 'nothing but line ends steers the terminal')
+      .to.be.true;
+
+    const rows = await jsonLines(api, 'audit', 'commands', '--device', device);
+    expect(rows.map((r) => r.detail)).to.deep.equal([
+      'ttl 60s',
+      'attempt 1 to agt_edge',
+      `agent_reported: ${detail}`,
+    ]);
   });
 
   it('answers the same after devcloud projections rebuild', async () => {

@@ -82,6 +82,18 @@ describe('devcloud device profile / status', function () {
     });
   });
 
+  it('refuses a --reason with control characters (a newline, an escape sequence, a bidi override): exit 1, nothing recorded', async () => {
+    const before = (await recorded()).length;
+    for (const reason of ['ok\nforged row', 'ok \u001b[1A\u001b[2K', 'ok \u202egnp.exe', 'tab\there']) {
+      const refused = await devcloud(api, 'device', 'profile', deviceId, 'verified', '--reason', reason);
+      expect(refused.code, JSON.stringify(reason)).to.equal(1);
+      expect(refused.stderr).to.equal(
+        'devcloud: device profile: --reason must not contain control characters (newlines, tabs, escape sequences, bidi controls)\n',
+      );
+    }
+    expect((await recorded()).length).to.equal(before);
+  });
+
   it('moves the lifecycle; a forbidden move exits non-zero with a one-line message and records nothing', async () => {
     const retired = await devcloud(api, 'device', 'status', deviceId, 'retired', '--reason', 'end of life');
     expect(retired.code, retired.stderr).to.equal(0);

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { decideAck, decideExpiry, decideRedelivery, decideSend } from '../../src/domain/commands/delivery.js';
+import { CommandAckIgnored, CommandFailed, CommandSucceeded } from '../../src/domain/commands/events.js';
 import { loadControlState, type ControlEvent } from '../../src/domain/control/index.js';
 import { client, history } from '../support/control-history.js';
 
@@ -104,62 +105,110 @@ describe('command delivery and outcome (pure decisions over the device control s
   describe('ack', () => {
     const sent = () => state(history.accepted('cmd_1'), history.sent('cmd_1', 1));
     const now = new Date('2026-01-01T00:00:40.000Z');
+    /** An ack from the agent the command was sent to (history.sent: agt_1). */
+    const ack = (fields: {
+      commandId?: string;
+      status: 'applied' | 'failed';
+      detail?: string;
+      now?: Date;
+    }) => ({
+      agentId: 'agt_1',
+      commandId: 'cmd_1',
+      now,
+      ...fields,
+    });
+    const by = { agentId: 'agt_1' };
 
-    it('applied: the command succeeded', () => {
-      expect(decideAck(sent(), { commandId: 'cmd_1', status: 'applied', now })).to.deep.equal([
-        { type: 'CommandSucceeded', data: { ...ref('cmd_1'), at: now.toISOString() } },
-      ]);
+    it('given a command sent to the agent, when it acks applied, then the command succeeded, by that agent', () => {
+      expect(decideAck(sent(), ack({ status: 'applied' }))).to.deep.equal({
+        accepted: true,
+        events: [{ type: 'CommandSucceeded', data: { ...ref('cmd_1'), at: now.toISOString(), ...by } }],
+      });
     });
 
-    it('failed: the command failed with the agent as the reason and its detail', () => {
-      expect(
-        decideAck(sent(), { commandId: 'cmd_1', status: 'failed', detail: 'jammed', now }),
-      ).to.deep.equal([
-        {
-          type: 'CommandFailed',
-          data: { ...ref('cmd_1'), at: now.toISOString(), reason: 'agent_reported', detail: 'jammed' },
-        },
-      ]);
+    it('given a command sent to the agent, when it acks failed, then it failed with the agent as the reason and its detail', () => {
+      expect(decideAck(sent(), ack({ status: 'failed', detail: 'jammed' }))).to.deep.equal({
+        accepted: true,
+        events: [
+          {
+            type: 'CommandFailed',
+            data: {
+              ...ref('cmd_1'),
+              at: now.toISOString(),
+              ...by,
+              reason: 'agent_reported',
+              detail: 'jammed',
+            },
+          },
+        ],
+      });
+    });
+
+    it('given a queued command never sent, when an agent acks it, then nothing is recorded and the ack is dropped', () => {
+      const queued = state(history.accepted('cmd_1'));
+      expect(decideAck(queued, ack({ status: 'applied' }))).to.deep.equal({
+        accepted: false,
+        dropped: 'not_sent_to_agent',
+      });
+    });
+
+    it('given a command sent to one agent, when another agent acks it, then nothing is recorded and the ack is dropped', () => {
+      expect(decideAck(sent(), { ...ack({ status: 'applied' }), agentId: 'agt_2' })).to.deep.equal({
+        accepted: false,
+        dropped: 'not_sent_to_agent',
+      });
     });
 
     it('after expiry by the server clock, before the expiry was recorded: expired, and the ack is ignored', () => {
-      expect(decideAck(sent(), { commandId: 'cmd_1', status: 'applied', now: AT_EXPIRY })).to.deep.equal([
-        { type: 'CommandExpired', data: { ...ref('cmd_1'), at: AT_EXPIRY.toISOString() } },
-        {
-          type: 'CommandAckIgnored',
-          data: { ...ref('cmd_1'), at: AT_EXPIRY.toISOString(), ackStatus: 'applied', outcome: 'expired' },
-        },
-      ]);
+      expect(decideAck(sent(), ack({ status: 'applied', now: AT_EXPIRY }))).to.deep.equal({
+        accepted: true,
+        events: [
+          { type: 'CommandExpired', data: { ...ref('cmd_1'), at: AT_EXPIRY.toISOString() } },
+          {
+            type: 'CommandAckIgnored',
+            data: {
+              ...ref('cmd_1'),
+              at: AT_EXPIRY.toISOString(),
+              ...by,
+              ackStatus: 'applied',
+              outcome: 'expired',
+            },
+          },
+        ],
+      });
     });
 
-    it('a late ack for an expired command is recorded as ignored and changes nothing', () => {
-      const s = state(
+    it('a late ack for an expired command is recorded as ignored once and changes nothing; later ones are dropped', () => {
+      const history3 = [
         history.accepted('cmd_1'),
         history.sent('cmd_1', 1),
         ended('CommandExpired', 'cmd_1', AT_EXPIRY.toISOString()),
-      );
+      ];
       const late = new Date('2026-01-01T00:02:00.000Z');
-      const events = decideAck(s, { commandId: 'cmd_1', status: 'applied', detail: 'ok', now: late })!;
-      expect(events).to.deep.equal([
-        {
-          type: 'CommandAckIgnored',
-          data: {
-            ...ref('cmd_1'),
-            at: late.toISOString(),
-            ackStatus: 'applied',
-            outcome: 'expired',
-            detail: 'ok',
+      const decision = decideAck(state(...history3), ack({ status: 'applied', detail: 'ok', now: late }));
+      expect(decision).to.deep.equal({
+        accepted: true,
+        events: [
+          {
+            type: 'CommandAckIgnored',
+            data: {
+              ...ref('cmd_1'),
+              at: late.toISOString(),
+              ...by,
+              ackStatus: 'applied',
+              outcome: 'expired',
+              detail: 'ok',
+            },
           },
-        },
-      ]);
-      const folded = loadControlState([
-        history.registered(),
-        history.accepted('cmd_1'),
-        history.sent('cmd_1', 1),
-        ended('CommandExpired', 'cmd_1', AT_EXPIRY.toISOString()),
-        ...events,
-      ]);
+        ],
+      });
+      const events = decision.accepted ? decision.events : [];
+      const folded = state(...history3, ...events);
       expect(folded.commands.get('cmd_1')).to.include({ status: 'expired', ignoredAcks: 1 });
+      expect(decideAck(folded, ack({ status: 'failed', detail: 'other', now: late }))).to.deep.equal({
+        accepted: false,
+        dropped: 'ack_ignored_before',
+      });
     });
 
     it('the redelivery of the ack that set the outcome records nothing; a contradicting one is ignored', () => {
@@ -168,8 +217,9 @@ describe('command delivery and outcome (pure decisions over the device control s
         history.sent('cmd_1', 1),
         ended('CommandSucceeded', 'cmd_1', '2026-01-01T00:00:20.000Z'),
       );
-      expect(decideAck(s, { commandId: 'cmd_1', status: 'applied', now })).to.deep.equal([]);
-      expect(decideAck(s, { commandId: 'cmd_1', status: 'failed', now })!.map((e) => e.type)).to.deep.equal([
+      expect(decideAck(s, ack({ status: 'applied' }))).to.deep.equal({ accepted: true, events: [] });
+      const contradicting = decideAck(s, ack({ status: 'failed' }));
+      expect(contradicting.accepted && contradicting.events.map((e) => e.type)).to.deep.equal([
         'CommandAckIgnored',
       ]);
     });
@@ -180,13 +230,24 @@ describe('command delivery and outcome (pure decisions over the device control s
         data: { ...ref('cmd_1'), at: '2026-01-01T00:00:20.000Z', reason: 'grant_revoked', by: client },
       };
       const s = state(history.accepted('cmd_1'), history.sent('cmd_1', 1), cancelled);
-      expect(decideAck(s, { commandId: 'cmd_1', status: 'applied', now })![0]!.data).to.include({
-        outcome: 'cancelled',
+      const decision = decideAck(s, ack({ status: 'applied' }));
+      expect(decision.accepted && decision.events[0]!.data).to.include({ outcome: 'cancelled' });
+    });
+
+    it('an ack for a command the device does not have is dropped', () => {
+      expect(decideAck(sent(), ack({ commandId: 'cmd_x', status: 'applied' }))).to.deep.equal({
+        accepted: false,
+        dropped: 'unknown_command',
       });
     });
 
-    it('an ack for a command the device does not have is undefined (the caller drops it)', () => {
-      expect(decideAck(sent(), { commandId: 'cmd_x', status: 'applied', now })).to.equal(undefined);
+    it('outcome and ignored-ack events stored before they named their agent still parse', () => {
+      const stored = { ...ref('cmd_1'), at: '2026-01-01T00:00:20.000Z' };
+      expect(CommandSucceeded.schema.parse(stored)).to.deep.equal(stored);
+      const failed = { ...stored, reason: 'agent_reported', detail: 'jammed' };
+      expect(CommandFailed.schema.parse(failed)).to.deep.equal(failed);
+      const ignored = { ...stored, ackStatus: 'applied', outcome: 'expired' };
+      expect(CommandAckIgnored.schema.parse(ignored)).to.deep.equal(ignored);
     });
   });
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { expect } from 'chai';
-import mqtt, { type MqttClient } from 'mqtt';
+import type { MqttClient } from 'mqtt';
 import { registerAgent } from '../../src/agents/register.js';
 import { readingsStreamName } from '../../src/domain/readings/index.js';
 import { uplinkTopic } from '../../src/ingress/broker/topics.js';
@@ -8,7 +8,7 @@ import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
 import { createProject } from '../../src/identity/projects.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
 import { siteOf } from '../support/registry.js';
-import { connected, within } from './support/broker-fixture.js';
+import { connectAsAgent, metricSample, within } from './support/broker-fixture.js';
 
 // Small limits keep the test short; the assertions are lower bounds on time, which a slow machine only
 // makes easier to meet.
@@ -59,19 +59,8 @@ describe('per-agent readings quota: over it, the PUBACK waits (real broker, TLS,
     const authority = await loadOrCreateAuthority(path.join(edge.dataDir, 'pki'));
     const agent = await registerAgent(edge.store, authority, { projectId, siteId });
     await edge.catchUp();
-    const client = mqtt.connect(`mqtts://127.0.0.1:${edge.mqttPort}`, {
-      protocolVersion: 4,
-      clientId: agent.agentId,
-      clean: true,
-      ca: authority.certificatePem,
-      cert: agent.certificate.certPem,
-      key: agent.certificate.keyPem,
-      reconnectPeriod: options.reconnect ? 100 : 0,
-      connectTimeout: 5000,
-    });
-    client.on('error', () => undefined);
+    const client = await connectAsAgent(edge.mqttPort, authority.certificatePem, agent, options);
     clients.push(client);
-    await connected(client);
     return { agentId: agent.agentId, hubId: agent.hubId, client };
   }
 
@@ -80,14 +69,7 @@ describe('per-agent readings quota: over it, the PUBACK waits (real broker, TLS,
     return events.map((e) => (e.data as { seq: number }).seq).sort((a, b) => a - b);
   }
 
-  /** A sample from GET /metrics; 0 when the series has not been written. */
-  async function metric(series: string): Promise<number> {
-    const response = await fetch(`${edge.baseUrl}/metrics`, {
-      headers: { Authorization: `Bearer ${METRICS_TOKEN}` },
-    });
-    const line = (await response.text()).split('\n').find((l) => l.startsWith(`${series} `));
-    return line === undefined ? 0 : Number(line.slice(series.length + 1));
-  }
+  const metric = (series: string) => metricSample(edge.baseUrl, METRICS_TOKEN, series);
 
   it('paces a flooding agent to its quota on one open connection, stores every acknowledged reading, and leaves another agent alone', async () => {
     const flooder = await connectAgent();

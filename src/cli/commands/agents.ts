@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { agentFilesFor, assertNoAgentIn, writeAgentFiles } from '../../agents/agent-files.js';
-import { registerAgent } from '../../agents/register.js';
+import { agentFilesFor, writeAgentFiles } from '../../agents/agent-files.js';
+import { prepareAgent } from '../../agents/register.js';
 import { revokeAgent } from '../../agents/revoke.js';
 import type { Config } from '../../config.js';
 import { loadOrCreateAuthority } from '../../ingress/pki/authority.js';
@@ -23,7 +23,7 @@ export const agentCommands: CommandGroup = {
           type: 'string',
           value: 'DIR',
           required: true,
-          help: 'where to write its files; must not hold an agent key',
+          help: 'where to write its files: none of them may exist there, and only its owner may write to it',
         },
         ...JSON_OUTPUT,
       },
@@ -41,21 +41,30 @@ export const agentCommands: CommandGroup = {
   ],
 };
 
+/**
+ * All or nothing: the agent's files are written first (writeAgentFiles refuses a directory others can write
+ * to, or one holding any of them) and the agent is recorded only then; if recording fails, the files are
+ * removed. So a failure leaves neither a registered agent nobody can name nor a stray key.
+ */
 async function agentCreate(out: Output, options: { project: string; site: string; dir: string }) {
   const { project, site } = options;
   const dir = path.resolve(options.dir);
-  await assertNoAgentIn(dir).catch((error: Error) => {
-    throw new CliError(`agent create: ${error.message}`);
-  });
   await withCliContext(async ({ config, store }) => {
     const authority = await loadOrCreateAuthority(path.join(config.DATA_DIR, 'pki'));
-    const agent = await registerAgent(
+    const prepared = await prepareAgent(
       store,
       authority,
       { projectId: project, siteId: site },
       { source: 'devcloud-cli' },
     ).catch(cliRefusal);
-    await writeAgentFiles(dir, agentFilesFor(agent, authority.certificatePem, brokerUrl(config)));
+    const files = agentFilesFor(prepared, authority.certificatePem, brokerUrl(config));
+    const written = await writeAgentFiles(dir, files).catch((error: Error) => {
+      throw new CliError(`agent create: ${error.message}; nothing was registered`);
+    });
+    const agent = await prepared.record().catch(async (error: unknown) => {
+      await written.remove();
+      return cliRefusal(error);
+    });
     out.result(
       { agentId: agent.agentId, hubId: agent.hubId, dir },
       `agent ${agent.agentId} (hub ${agent.hubId}) written to ${dir}`,

@@ -1,6 +1,7 @@
 import { setDeviceProfile, setDeviceStatus, type AdminOutcome } from '../../control/device-admin.js';
 import { DEVICE_STATUSES, isDeviceStatus } from '../../domain/devices/index.js';
 import { Conflict, NotFound } from '../../domain/errors.js';
+import { isDisplaySafeText } from '../../domain/text.js';
 import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
@@ -49,6 +50,12 @@ async function deviceMove(
   if (!deviceId) throw new CliError(`device ${sub}: PUBLIC_ID is required`);
   if (options.reason !== undefined && (options.reason.length === 0 || options.reason.length > 500)) {
     throw new CliError(`device ${sub}: --reason must be 1 to 500 characters`);
+  }
+  // Auditors read reasons in a terminal: a newline or an escape sequence in one could forge or hide rows.
+  if (options.reason !== undefined && !isDisplaySafeText(options.reason)) {
+    throw new CliError(
+      `device ${sub}: --reason must not contain control characters (newlines, tabs, escape sequences, bidi controls)`,
+    );
   }
   const reason = options.reason === undefined ? {} : { reason: options.reason };
   await withCliContext(async ({ store }) => {

@@ -1,6 +1,6 @@
 import { isPending, type CommandRecord, type DeviceControlState } from '../control/index.js';
 import { isBefore } from '../control/time.js';
-import type { CommandEvent } from './events.js';
+import type { CommandEvent, CommandStatus } from './events.js';
 
 /**
  * Delivery and outcome of commands (docs/commands.md, "Delivery and outcome"): pure decisions over the
@@ -98,6 +98,8 @@ function planSend(
 }
 
 export interface AgentAck {
+  /** The agent whose connection the ack came over. */
+  readonly agentId: string;
   readonly commandId: string;
   readonly status: 'applied' | 'failed';
   readonly detail?: string;
@@ -108,38 +110,57 @@ export interface AgentAck {
 export const AGENT_REPORTED_FAILURE = 'agent_reported';
 
 /**
- * The agent's ack: the outcome of a pending command (succeeded or failed). An ack for a command that
- * already has an outcome, or whose TTL has ended by the server's clock, changes nothing and is recorded as
- * ignored, except the redelivery of the ack that set the outcome, which records nothing. Undefined when
- * the device has no such command.
+ * Why an ack records nothing and is dropped:
+ * - `unknown_command`: the device has no such command;
+ * - `not_sent_to_agent`: the command was never sent, or its latest send went to another agent, so this
+ *   agent cannot know its outcome (a forged or misrouted ack);
+ * - `ack_ignored_before`: a late ack of this command was recorded already; one is kept for the record,
+ *   more would only grow the stream.
  */
-export function decideAck(state: DeviceControlState, ack: AgentAck): CommandEvent[] | undefined {
+export const ACK_DROP_REASONS = ['unknown_command', 'not_sent_to_agent', 'ack_ignored_before'] as const;
+export type AckDropReason = (typeof ACK_DROP_REASONS)[number];
+
+export type AckDecision =
+  | { readonly accepted: true; readonly events: CommandEvent[] }
+  | { readonly accepted: false; readonly dropped: AckDropReason };
+
+/**
+ * The agent's ack: the outcome of a pending command (succeeded or failed). Only the agent the command's
+ * latest send went to can answer it. An ack for a command that already has an outcome, or whose TTL has
+ * ended by the server's clock, changes nothing and is recorded as ignored once per command; the
+ * redelivery of the ack that set the outcome records nothing. Every recorded step names the agent.
+ */
+export function decideAck(state: DeviceControlState, ack: AgentAck): AckDecision {
   const command = state.commands.get(ack.commandId);
-  if (!command || !state.registration) return undefined;
+  if (!command || !state.registration) return { accepted: false, dropped: 'unknown_command' };
+  if (command.lastAttempt?.agentId !== ack.agentId) return { accepted: false, dropped: 'not_sent_to_agent' };
   const ref = refOf(state, command);
   const at = ack.now.toISOString();
+  const by = { agentId: ack.agentId };
   const detail = ack.detail === undefined ? {} : { detail: ack.detail };
+  const ignored = (outcome: CommandStatus): CommandEvent => ({
+    type: 'CommandAckIgnored',
+    data: { ...ref, at, ...by, ackStatus: ack.status, outcome, ...detail },
+  });
   if (isPending(command)) {
     if (isExpired(command, ack.now)) {
-      return [
-        { type: 'CommandExpired', data: { ...ref, at } },
-        {
-          type: 'CommandAckIgnored',
-          data: { ...ref, at, ackStatus: ack.status, outcome: 'expired', ...detail },
-        },
-      ];
+      return {
+        accepted: true,
+        events: [{ type: 'CommandExpired', data: { ...ref, at } }, ignored('expired')],
+      };
     }
-    return ack.status === 'applied'
-      ? [{ type: 'CommandSucceeded', data: { ...ref, at, ...detail } }]
-      : [{ type: 'CommandFailed', data: { ...ref, at, reason: AGENT_REPORTED_FAILURE, ...detail } }];
+    return {
+      accepted: true,
+      events: [
+        ack.status === 'applied'
+          ? { type: 'CommandSucceeded', data: { ...ref, at, ...by, ...detail } }
+          : { type: 'CommandFailed', data: { ...ref, at, ...by, reason: AGENT_REPORTED_FAILURE, ...detail } },
+      ],
+    };
   }
-  if (isOutcomeOf(command, ack)) return [];
-  return [
-    {
-      type: 'CommandAckIgnored',
-      data: { ...ref, at, ackStatus: ack.status, outcome: command.status, ...detail },
-    },
-  ];
+  if (isOutcomeOf(command, ack)) return { accepted: true, events: [] };
+  if (command.ignoredAcks > 0) return { accepted: false, dropped: 'ack_ignored_before' };
+  return { accepted: true, events: [ignored(command.status)] };
 }
 
 /** CommandExpired for every pending command whose TTL has ended by `now`. */

@@ -92,14 +92,26 @@ export const CommandSent = defineEvent(
   z.object({ ...commandRef, agentId: z.string(), attempt: z.number().int().positive(), sentAt: z.string() }),
 );
 
+/**
+ * The agent whose ack an event records. Optional: events recorded before it was kept do not carry it; the
+ * audit names the agent the command was last sent to for those, as it always did.
+ */
+const ackingAgent = { agentId: z.string().optional() };
+
 export const CommandSucceeded = defineEvent(
   'CommandSucceeded',
-  z.object({ ...commandRef, at: z.string(), detail: z.string().optional() }),
+  z.object({ ...commandRef, at: z.string(), ...ackingAgent, detail: z.string().optional() }),
 );
 
 export const CommandFailed = defineEvent(
   'CommandFailed',
-  z.object({ ...commandRef, at: z.string(), reason: z.string(), detail: z.string().optional() }),
+  z.object({
+    ...commandRef,
+    at: z.string(),
+    ...ackingAgent,
+    reason: z.string(),
+    detail: z.string().optional(),
+  }),
 );
 
 /** The TTL ran out, by the server's clock, before an outcome. */
@@ -123,6 +135,7 @@ export const CommandAckIgnored = defineEvent(
   z.object({
     ...commandRef,
     at: z.string(),
+    ...ackingAgent,
     ackStatus: z.enum(['applied', 'failed']),
     outcome: z.enum(COMMAND_STATUSES),
     detail: z.string().optional(),

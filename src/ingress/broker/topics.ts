@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { isPublicId, PUBLIC_ID_PATTERN, storableText, withoutTrailingNul } from '../../domain/text.js';
+import {
+  displaySafeText,
+  isPublicId,
+  PUBLIC_ID_PATTERN,
+  storableText,
+  withoutTrailingNul,
+} from '../../domain/text.js';
 import { isAgentId } from '../pki/agent-identity.js';
 import { RejectedMessage } from './rejected-message.js';
 
@@ -85,19 +91,20 @@ export const deviceStatusPayload = z.object({
 
 export const agentStatusPayload = z.object({
   state: connectivity,
-  agentVersion: storableText().max(64).optional(),
+  agentVersion: displaySafeText().max(64).optional(),
 });
 
 /**
  * A name a device reports about itself. Zigbee devices pad fixed-size string attributes with NULs, which
  * PostgreSQL cannot store: the padding is stripped (nothing else is touched, case included); what is left
- * must be a storable, non-empty string, else the candidate is refused (acknowledged and dropped).
+ * must be a storable, non-empty string without control characters (operators read it in tables), else the
+ * candidate is refused (acknowledged and dropped).
  */
 const deviceReportedName = z
   .string()
   .max(256)
   .transform(withoutTrailingNul)
-  .pipe(storableText().min(1).max(128));
+  .pipe(displaySafeText().min(1).max(128));
 
 export const pairingCandidatePayload = z.object({
   sessionId: publicId,
@@ -115,7 +122,7 @@ export const pairingCandidatePayload = z.object({
 export const commandAckPayload = z.object({
   deviceId: publicId,
   status: z.enum(['applied', 'failed']),
-  detail: storableText().max(512).optional(),
+  detail: displaySafeText().max(512).optional(),
 });
 
 const uplinkPayloads = {

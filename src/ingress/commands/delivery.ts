@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import {
   decideAck,
+  type AckDropReason,
   decideRedelivery,
   decideSend,
   type CommandToApply,
@@ -18,6 +19,7 @@ import { waitUntilProjectedThrough } from '../../projections/catch-up.js';
 import type { AgentRecord } from '../broker/agent-directory.js';
 import type { RunningBroker } from '../broker/broker.js';
 import { RejectedMessage } from '../broker/rejected-message.js';
+import type { AgentQuota } from '../readings/reading-quota.js';
 import type { UplinkPayloads } from '../broker/topics.js';
 
 type Broker = Pick<RunningBroker, 'publishDown' | 'holdsAgent'>;
@@ -31,6 +33,10 @@ export interface CommandDeliveryOptions {
   /** Device streams read at once when an agent comes back. */
   readonly redeliveryConcurrency?: number;
   readonly metrics?: CommandMetrics;
+  /** Per-agent quota on acks (COMMAND_ACKS_QUOTA_*); none when absent. */
+  readonly ackQuota?: AgentQuota;
+  /** Counts each ack dropped without recording anything. */
+  readonly onAckDropped?: (reason: AckDropReason | 'foreign_device') => void;
 }
 
 const METADATA = { source: 'ingress' };
@@ -137,32 +143,51 @@ export class CommandDelivery {
   }
 
   /**
-   * The agent's ack, before its PUBACK: the command's outcome, or an ignored late ack. An ack for a device
-   * that is not the agent's, or for a command its device does not have, is dropped (RejectedMessage).
+   * The agent's ack, before its PUBACK: the command's outcome, or an ignored late ack. Held back first while
+   * the agent is over its ack quota. An ack that records nothing (a device that is not the agent's, a
+   * command its device does not have, one never sent to this agent, a late ack after one was recorded) is
+   * counted and dropped (RejectedMessage), so no agent can grow a stream with acks it was never asked for.
    */
-  async ack(agent: AgentRecord, commandId: string, ack: UplinkPayloads['commandAck']): Promise<void> {
+  async ack(
+    agent: AgentRecord,
+    commandId: string,
+    ack: UplinkPayloads['commandAck'],
+    connection?: AbortSignal,
+  ): Promise<void> {
+    await this.#options.ackQuota?.admit(agent.agentId, 1, connection);
     const { deviceId } = ack;
     // The connection's record may be older than the device (adopted since, and told before it was re-read).
     if (!agent.deviceIds.has(deviceId) && !(await this.#speaksFor(agent.agentId, deviceId))) {
-      throw new RejectedMessage('foreign_device', `ack for ${deviceId}, not a device of this agent`);
+      throw this.#dropped('foreign_device', `ack for ${deviceId}, not a device of this agent`);
     }
-    const { result: known, state: after } = await decideOnStream(
+    const { result: decision, state: after } = await decideOnStream(
       this.#options.store,
       deviceStreamName(deviceId),
       controlFolding,
       (state: DeviceControlState) => {
-        const events = decideAck(state, {
+        const decided = decideAck(state, {
+          agentId: agent.agentId,
           commandId,
           status: ack.status,
           detail: ack.detail,
           now: this.#options.now(),
         });
-        return { events: events ?? [], result: events };
+        return { events: decided.accepted ? decided.events : [], result: decided };
       },
       { metadata: METADATA },
     );
-    if (!known) throw new RejectedMessage('unknown_command', `no command ${commandId} on device ${deviceId}`);
-    this.#options.metrics?.acknowledged(after, known);
+    if (!decision.accepted) {
+      throw this.#dropped(
+        decision.dropped,
+        `ack for ${commandId} on device ${deviceId}: ${decision.dropped}`,
+      );
+    }
+    this.#options.metrics?.acknowledged(after, decision.events);
+  }
+
+  #dropped(reason: AckDropReason | 'foreign_device', message: string): RejectedMessage {
+    this.#options.onAckDropped?.(reason);
+    return new RejectedMessage(reason, message);
   }
 
   /** The agent, if it may be sent commands through this node now. */

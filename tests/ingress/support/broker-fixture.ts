@@ -292,3 +292,35 @@ export function nextMessage(client: MqttClient, topic: string, ms = WAIT_MS): Pr
 export function readings(value: number): string {
   return JSON.stringify({ readings: [{ capability: 'environment.temperature', value }] });
 }
+
+/**
+ * A real MQTT client connected, with its own certificate, as an agent registered on a running service
+ * (registerAgent); resolves at its CONNACK. The caller ends it.
+ */
+export async function connectAsAgent(
+  port: number,
+  caPem: string,
+  agent: { agentId: string; certificate: IssuedCertificate },
+  options: { reconnect?: boolean } = {},
+): Promise<MqttClient> {
+  const client = mqtt.connect(`mqtts://127.0.0.1:${port}`, {
+    protocolVersion: 4,
+    clientId: agent.agentId,
+    clean: true,
+    ca: caPem,
+    cert: agent.certificate.certPem,
+    key: agent.certificate.keyPem,
+    reconnectPeriod: options.reconnect ? 100 : 0,
+    connectTimeout: 5000,
+  });
+  client.on('error', () => undefined);
+  await connected(client);
+  return client;
+}
+
+/** A sample from GET /metrics of a service whose METRICS_TOKEN is `token`; 0 when the series is unwritten. */
+export async function metricSample(baseUrl: string, token: string, series: string): Promise<number> {
+  const response = await fetch(`${baseUrl}/metrics`, { headers: { Authorization: `Bearer ${token}` } });
+  const line = (await response.text()).split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.slice(series.length + 1));
+}
