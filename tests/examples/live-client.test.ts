@@ -3,6 +3,7 @@ import { LiveClient, type LiveFrame } from '../../examples/live-client/client.js
 import { DAY_MS } from '../../src/domain/time.js';
 import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
+import { startPrefixProxy, type PrefixProxy } from '../support/prefix-proxy.js';
 import { recordReadings } from '../support/readings.js';
 import { deviceOf, siteOf } from '../support/registry.js';
 import { createTenant, type Tenant } from '../support/tenants.js';
@@ -11,7 +12,9 @@ import { createTenant, type Tenant } from '../support/tenants.js';
 describe('examples/live-client against the real server', function () {
   this.timeout(90_000);
   let api: TestApi;
+  let prefixed: PrefixProxy;
   let tenant: Tenant;
+  let basicTenant: Tenant;
   let device: string;
   let offsetMs = 0;
   const stop = new AbortController();
@@ -34,10 +37,15 @@ describe('examples/live-client against the real server', function () {
     api = await startTestApi({}, { now: () => Date.now() + offsetMs });
     tenant = await createTenant(api, ['telemetry:live', 'telemetry:read', 'devices:read']);
     device = await deviceOf(api, tenant.projectId, await siteOf(api, tenant.projectId));
+    basicTenant = await createTenant(api, ['telemetry:live'], { auth: 'basic' });
+    // The service published under https://host/devcloud: a real HTTP hop that strips the prefix.
+    prefixed = await startPrefixProxy('/devcloud');
+    prefixed.target = api.baseUrl;
   });
   after(async () => {
     stop.abort();
-    await api.close();
+    await prefixed?.close();
+    await api?.close();
   });
 
   it('follows the stream, renews its token when the stream ends for expiry, and resumes without a gap', async () => {
@@ -47,6 +55,7 @@ describe('examples/live-client against the real server', function () {
       baseUrl: api.baseUrl,
       clientId: tenant.clientId,
       clientSecret: tenant.clientSecret,
+      clientAuth: 'post',
       types: ['telemetry'],
       onFrame: (f) => void frames.push(f),
       onNotice: (n) => void notices.push(n),
@@ -110,7 +119,7 @@ describe('examples/live-client against the real server', function () {
     const backfills: { deviceId: string; telemetry: unknown }[] = [];
     const later: LiveFrame[] = [];
     const resumed = new LiveClient({
-      baseUrl: api.baseUrl,
+      baseUrl: `${prefixed.baseUrl}/`,
       clientId: tenant.clientId,
       clientSecret: tenant.clientSecret,
       types: ['telemetry'],
@@ -129,6 +138,10 @@ describe('examples/live-client against the real server', function () {
     expect(backfills[0]!.deviceId).to.equal(device);
     expect(backfills[0]!.telemetry).to.deep.include({ deviceId: device });
     expect(backfills[0]!.telemetry).to.have.property('points').that.is.an('array');
+    // Through the prefix: the token, the stream and the backfill's telemetry request all kept it.
+    expect(prefixed.paths.some((p) => p.startsWith(`/devcloud/v1/devices/${device}/telemetry?`))).to.equal(
+      true,
+    );
     // Reading 11 left the store but not this process's memory: it is still sent, after the gap notice.
     expect(later.map((f) => f.data.value)).to.deep.equal([11, 12]);
   });
@@ -191,5 +204,61 @@ describe('examples/live-client against the real server', function () {
     } finally {
       globalThis.fetch = realFetch;
     }
+  });
+
+  it('gets its token with HTTP Basic by default, so a client created with --auth basic works', async () => {
+    const frames: LiveFrame[] = [];
+    const client = new LiveClient({
+      baseUrl: api.baseUrl,
+      clientId: basicTenant.clientId,
+      clientSecret: basicTenant.clientSecret,
+      types: ['telemetry'],
+      deviceIds: [device],
+      onFrame: (f) => void frames.push(f),
+    });
+    const stopped = new AbortController();
+    const running = client.run(stopped.signal);
+    await until('connected', () => client.connections === 1);
+    stopped.abort();
+    await running;
+
+    // The method is the caller's choice: form credentials are refused for this client, as the spec says.
+    const inForm = new LiveClient({
+      baseUrl: api.baseUrl,
+      clientId: basicTenant.clientId,
+      clientSecret: basicTenant.clientSecret,
+      clientAuth: 'post',
+      onFrame: () => undefined,
+    });
+    const failure = await inForm.run(new AbortController().signal).then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    expect(failure?.message).to.equal('live stream: token request 401 invalid_client');
+  });
+
+  it('keeps the path of its base URL: behind a proxy at /devcloud every request goes under /devcloud', async () => {
+    offsetMs = 0;
+    const frames: LiveFrame[] = [];
+    const client = new LiveClient({
+      baseUrl: prefixed.baseUrl,
+      clientId: tenant.clientId,
+      clientSecret: tenant.clientSecret,
+      types: ['telemetry'],
+      deviceIds: [device],
+      onFrame: (f) => void frames.push(f),
+    });
+    const stopped = new AbortController();
+    const from = prefixed.paths.length;
+    const running = client.run(stopped.signal);
+    await until('connected through the proxy', () => client.connections === 1);
+    await reading(30);
+    await until('a frame through the proxy', () => frames.length === 1);
+    stopped.abort();
+    await running;
+    expect(frames[0]!.data.value).to.equal(30);
+    const paths = prefixed.paths.slice(from);
+    expect(paths[0]).to.equal('/devcloud/v1/oauth/token');
+    expect(paths[1]).to.match(/^\/devcloud\/v1\/live\?/);
   });
 });
