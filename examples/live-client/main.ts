@@ -37,6 +37,10 @@ const client = new LiveClient({
 });
 try {
   await client.run(stop.signal);
+} catch (error) {
+  // A final refusal (credentials, scope, filters): one line saying why, and a failing exit code.
+  process.stderr.write(`${(error as Error).message}\n`);
+  process.exitCode = 1;
 } finally {
   // Where to resume next time (LIVE_LAST_EVENT_ID): the id of the last frame printed.
   if (client.lastEventId) process.stderr.write(`last event id: ${client.lastEventId}\n`);

@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { expect } from 'chai';
 import { LiveClient, type LiveFrame } from '../../examples/live-client/client.js';
 import { DAY_MS } from '../../src/domain/time.js';
@@ -260,5 +262,57 @@ describe('examples/live-client against the real server', function () {
     const paths = prefixed.paths.slice(from);
     expect(paths[0]).to.equal('/devcloud/v1/oauth/token');
     expect(paths[1]).to.match(/^\/devcloud\/v1\/live\?/);
+  });
+
+  it('main.ts, run as its README says, prints frames as JSON lines, stops on SIGINT and names the last id', async () => {
+    offsetMs = 0;
+    const run = (env: Record<string, string>) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'examples/live-client/main.ts'], {
+        env: { PATH: process.env.PATH, DEVCLOUD_URL: prefixed.baseUrl, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const output = { stdout: '', stderr: '' };
+      child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+      return { child, output, exited: once(child, 'exit') as Promise<[number | null]> };
+    };
+    const from = prefixed.answers.length;
+    const main = run({
+      DEVCLOUD_CLIENT_ID: tenant.clientId,
+      DEVCLOUD_CLIENT_SECRET: tenant.clientSecret,
+      LIVE_TYPES: 'telemetry',
+      LIVE_DEVICE_IDS: device,
+    });
+    try {
+      // The stream starts where the server stood when it answered: the reading must come after the 200.
+      await until(
+        'the stream answered',
+        () =>
+          prefixed.answers
+            .slice(from)
+            .some((a) => a.path.startsWith('/devcloud/v1/live?') && a.status === 200),
+        30_000,
+      );
+      await reading(40);
+      await until('a frame printed', () => main.output.stdout.includes('\n'));
+      main.child.kill('SIGINT');
+      const [code] = await main.exited;
+      expect(code, main.output.stderr).to.equal(0);
+    } finally {
+      main.child.kill('SIGKILL');
+    }
+    const frame = JSON.parse(main.output.stdout.split('\n')[0]!) as LiveFrame;
+    expect(frame).to.deep.include({ type: 'telemetry' });
+    expect(frame.data).to.include({ deviceId: device, value: 40 });
+    expect(main.output.stderr).to.equal(`last event id: ${frame.id}\n`);
+
+    const refused = run({
+      DEVCLOUD_CLIENT_ID: basicTenant.clientId,
+      DEVCLOUD_CLIENT_SECRET: basicTenant.clientSecret,
+      DEVCLOUD_CLIENT_AUTH: 'post',
+    });
+    const [code] = await refused.exited;
+    expect(code).to.equal(1);
+    expect(refused.output.stderr).to.equal('live stream: token request 401 invalid_client\n');
   });
 });

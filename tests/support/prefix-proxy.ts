@@ -13,6 +13,8 @@ export interface PrefixProxy {
   readonly baseUrl: string;
   /** Every request path the proxy received, in order. */
   readonly paths: string[];
+  /** Each path the API answered and its status, as the answer's headers arrived (a stream's on opening). */
+  readonly answers: { readonly path: string; readonly status: number }[];
   /** The API's origin, once it runs. */
   target: string | undefined;
   close(): Promise<void>;
@@ -21,6 +23,7 @@ export interface PrefixProxy {
 export async function startPrefixProxy(prefix: string): Promise<PrefixProxy> {
   const metadataPath = `/.well-known/oauth-authorization-server${prefix}`;
   const paths: string[] = [];
+  const answers: PrefixProxy['answers'] = [];
   const forward = (req: IncomingMessage, res: ServerResponse) => {
     const url = req.url ?? '/';
     paths.push(url);
@@ -38,6 +41,7 @@ export async function startPrefixProxy(prefix: string): Promise<PrefixProxy> {
       new URL(upstreamUrl, proxy.target),
       { method: req.method, headers: { ...req.headers, host: new URL(proxy.target).host } },
       (answer) => {
+        answers.push({ path: url, status: answer.statusCode ?? 0 });
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         // Streams (text/event-stream) pass through as they come.
         answer.pipe(res);
@@ -53,6 +57,7 @@ export async function startPrefixProxy(prefix: string): Promise<PrefixProxy> {
   const proxy: PrefixProxy = {
     baseUrl: `http://127.0.0.1:${port}${prefix}`,
     paths,
+    answers,
     target: undefined,
     close() {
       server.closeAllConnections();
