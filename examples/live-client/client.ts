@@ -108,8 +108,14 @@ export class LiveClient {
         }
       } catch (error) {
         if (signal.aborted) return;
-        if (error instanceof Error && error.message.startsWith('live stream:')) throw error;
-        this.options.onNotice?.(`connection lost: ${(error as Error).message}`);
+        if (error instanceof TryLater) {
+          wait = error.waitMs ?? this.#retryMs;
+          this.options.onNotice?.(error.message);
+        } else if (error instanceof Error && error.message.startsWith('live stream:')) {
+          throw error;
+        } else {
+          this.options.onNotice?.(`connection lost: ${(error as Error).message}`);
+        }
       }
       await delay(wait, signal);
     }
@@ -128,9 +134,10 @@ export class LiveClient {
         if (!CONNECTION_REASONS.has(data.reason)) this.#token = undefined;
         continue;
       }
-      if (item.id !== undefined) this.#lastEventId = item.id;
       if (item.event === 'replay_gap') await this.#backfill(data as unknown as ReplayGap, signal);
       else if (item.id !== undefined) await this.options.onFrame({ id: item.id, type: item.event, data });
+      // Only once handled: a backfill or handler that fails sees the frame again after the reconnect.
+      if (item.id !== undefined) this.#lastEventId = item.id;
     }
   }
 
@@ -213,6 +220,14 @@ export class LiveClient {
       body: form,
       signal,
     });
+    if (response.status === 429 || response.status >= 500) {
+      // Busy or failing for now (e.g. 503 temporarily_unavailable): not a refusal of the credentials.
+      await response.body?.cancel();
+      throw new TryLater(
+        `token request ${response.status}`,
+        retryAfterMs(response.headers.get('retry-after')),
+      );
+    }
     const body = (await response.json()) as { access_token?: string; error?: string };
     if (!response.ok || !body.access_token) {
       throw new Error(`live stream: token request ${response.status} ${body.error ?? ''}`.trimEnd());
@@ -233,6 +248,16 @@ export class LiveClient {
     if (capabilities) url.searchParams.set('capabilities', capabilities.join(','));
     if (heartbeatSeconds) url.searchParams.set('heartbeat', String(heartbeatSeconds));
     return url;
+  }
+}
+
+/** An answer that asks to be tried again later, after `waitMs` when the server said how long. */
+class TryLater extends Error {
+  constructor(
+    message: string,
+    readonly waitMs: number | undefined,
+  ) {
+    super(message);
   }
 }
 

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { expect } from 'chai';
-import { LiveClient, type LiveFrame } from '../../examples/live-client/client.js';
+import { LiveClient, type LiveClientOptions, type LiveFrame } from '../../examples/live-client/client.js';
 import { DAY_MS } from '../../src/domain/time.js';
 import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
@@ -35,6 +35,18 @@ describe('examples/live-client against the real server', function () {
     }
   };
 
+  /** A client of `who` (the tenant unless told) following the test device's telemetry, unless `options` differ. */
+  const clientOf = (options: Partial<LiveClientOptions> = {}, who: Tenant = tenant) =>
+    new LiveClient({
+      baseUrl: api.baseUrl,
+      clientId: who.clientId,
+      clientSecret: who.clientSecret,
+      types: ['telemetry'],
+      deviceIds: [device],
+      onFrame: () => undefined,
+      ...options,
+    });
+
   before(async () => {
     api = await startTestApi({}, { now: () => Date.now() + offsetMs });
     tenant = await createTenant(api, ['telemetry:live', 'telemetry:read', 'devices:read']);
@@ -53,12 +65,8 @@ describe('examples/live-client against the real server', function () {
   it('follows the stream, renews its token when the stream ends for expiry, and resumes without a gap', async () => {
     const frames: LiveFrame[] = [];
     const notices: string[] = [];
-    const client = new LiveClient({
-      baseUrl: api.baseUrl,
-      clientId: tenant.clientId,
-      clientSecret: tenant.clientSecret,
+    const client = clientOf({
       clientAuth: 'post',
-      types: ['telemetry'],
       onFrame: (f) => void frames.push(f),
       onNotice: (n) => void notices.push(n),
     });
@@ -95,14 +103,7 @@ describe('examples/live-client against the real server', function () {
   it('backfills from the telemetry endpoint after a replay_gap', async () => {
     offsetMs = 0;
     const frames: LiveFrame[] = [];
-    const first = new LiveClient({
-      baseUrl: api.baseUrl,
-      clientId: tenant.clientId,
-      clientSecret: tenant.clientSecret,
-      types: ['telemetry'],
-      deviceIds: [device],
-      onFrame: (f) => void frames.push(f),
-    });
+    const first = clientOf({ onFrame: (f) => void frames.push(f) });
     const firstStop = new AbortController();
     const running = first.run(firstStop.signal);
     await until('connected', () => first.connections === 1);
@@ -120,12 +121,8 @@ describe('examples/live-client against the real server', function () {
 
     const backfills: { deviceId: string; telemetry: unknown }[] = [];
     const later: LiveFrame[] = [];
-    const resumed = new LiveClient({
+    const resumed = clientOf({
       baseUrl: `${prefixed.baseUrl}/`,
-      clientId: tenant.clientId,
-      clientSecret: tenant.clientSecret,
-      types: ['telemetry'],
-      deviceIds: [device],
       lastEventId: frames[0]!.id,
       onFrame: (f) => void later.push(f),
       onBackfill: (deviceId, telemetry) => void backfills.push({ deviceId, telemetry }),
@@ -147,6 +144,62 @@ describe('examples/live-client against the real server', function () {
     // Reading 11 left the store but not this process's memory: it is still sent, after the gap notice.
     expect(later.map((f) => f.data.value)).to.deep.equal([11, 12]);
   });
+  it('remembers a frame only once its handler returned: a frame whose handler threw comes again', async () => {
+    offsetMs = 0;
+    const handled: number[] = [];
+    const notices: string[] = [];
+    const client = clientOf({
+      onFrame: (f) => {
+        handled.push(f.data.value as number);
+        if (handled.length === 2) throw new Error('handler failed');
+      },
+      onNotice: (n) => void notices.push(n),
+    });
+    const stopped = new AbortController();
+    const running = client.run(stopped.signal);
+    await until('connected', () => client.connections === 1);
+    await reading(49);
+    await until('a frame handled', () => handled.length === 1);
+    await reading(50);
+    await until('the frame handed over again after the reconnect', () => handled.length === 3);
+    stopped.abort();
+    await running;
+    // The fault happened: the handler threw and the connection was given up.
+    expect(notices).to.include('connection lost: handler failed');
+    expect(client.connections).to.equal(2);
+    expect(handled).to.deep.equal([49, 50, 50]);
+    expect(client.lastEventId).to.be.a('string');
+  });
+
+  it('waits and tries again when the token endpoint is busy (503 with Retry-After)', async () => {
+    offsetMs = 0;
+    const realFetch = globalThis.fetch;
+    let tokenAnswers = 0;
+    globalThis.fetch = async (input, init) => {
+      if (String(input).endsWith('/v1/oauth/token') && tokenAnswers++ === 0) {
+        // As the token endpoint answers when its costly checks are all taken (docs/api.md).
+        return Response.json(
+          { error: 'temporarily_unavailable' },
+          { status: 503, headers: { 'Retry-After': '1' } },
+        );
+      }
+      return realFetch(input, init);
+    };
+    const notices: string[] = [];
+    const client = clientOf({ onNotice: (n) => void notices.push(n) });
+    const stopped = new AbortController();
+    try {
+      const running = client.run(stopped.signal);
+      await until('connected after the wait', () => client.connections === 1);
+      stopped.abort();
+      await running;
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    expect(notices[0]).to.equal('token request 503');
+    expect(tokenAnswers).to.equal(2);
+  });
+
   it('answers a 401 with a fresh token and one more try; a second 401 in a row is final', async () => {
     offsetMs = 0;
     const realFetch = globalThis.fetch;
@@ -166,14 +219,7 @@ describe('examples/live-client against the real server', function () {
     };
     try {
       const frames: LiveFrame[] = [];
-      const client = new LiveClient({
-        baseUrl: api.baseUrl,
-        clientId: tenant.clientId,
-        clientSecret: tenant.clientSecret,
-        types: ['telemetry'],
-        deviceIds: [device],
-        onFrame: (f) => void frames.push(f),
-      });
+      const client = clientOf({ onFrame: (f) => void frames.push(f) });
       const renewed = new AbortController();
       const running = client.run(renewed.signal);
       await until('connected with the second token', () => client.connections === 1);
@@ -189,13 +235,7 @@ describe('examples/live-client against the real server', function () {
       streamAnswers = [];
       tokenRequests = 0;
       spoil = 2;
-      const doomed = new LiveClient({
-        baseUrl: api.baseUrl,
-        clientId: tenant.clientId,
-        clientSecret: tenant.clientSecret,
-        types: ['telemetry'],
-        onFrame: () => undefined,
-      });
+      const doomed = clientOf();
       const failure = await doomed.run(new AbortController().signal).then(
         () => undefined,
         (error: unknown) => error,
@@ -210,14 +250,7 @@ describe('examples/live-client against the real server', function () {
 
   it('gets its token with HTTP Basic by default, so a client created with --auth basic works', async () => {
     const frames: LiveFrame[] = [];
-    const client = new LiveClient({
-      baseUrl: api.baseUrl,
-      clientId: basicTenant.clientId,
-      clientSecret: basicTenant.clientSecret,
-      types: ['telemetry'],
-      deviceIds: [device],
-      onFrame: (f) => void frames.push(f),
-    });
+    const client = clientOf({ onFrame: (f) => void frames.push(f) }, basicTenant);
     const stopped = new AbortController();
     const running = client.run(stopped.signal);
     await until('connected', () => client.connections === 1);
@@ -225,13 +258,7 @@ describe('examples/live-client against the real server', function () {
     await running;
 
     // The method is the caller's choice: form credentials are refused for this client, as the spec says.
-    const inForm = new LiveClient({
-      baseUrl: api.baseUrl,
-      clientId: basicTenant.clientId,
-      clientSecret: basicTenant.clientSecret,
-      clientAuth: 'post',
-      onFrame: () => undefined,
-    });
+    const inForm = clientOf({ clientAuth: 'post' }, basicTenant);
     const failure = await inForm.run(new AbortController().signal).then(
       () => undefined,
       (error: unknown) => error as Error,
@@ -242,12 +269,8 @@ describe('examples/live-client against the real server', function () {
   it('keeps the path of its base URL: behind a proxy at /devcloud every request goes under /devcloud', async () => {
     offsetMs = 0;
     const frames: LiveFrame[] = [];
-    const client = new LiveClient({
+    const client = clientOf({
       baseUrl: prefixed.baseUrl,
-      clientId: tenant.clientId,
-      clientSecret: tenant.clientSecret,
-      types: ['telemetry'],
-      deviceIds: [device],
       onFrame: (f) => void frames.push(f),
     });
     const stopped = new AbortController();
