@@ -228,7 +228,8 @@ export class LiveClient {
         retryAfterMs(response.headers.get('retry-after')),
       );
     }
-    const body = (await response.json()) as { access_token?: string; error?: string };
+    // A body that is not JSON (a proxy's page for a wrong URL) is a refusal all the same.
+    const body = (await response.json().catch(() => ({}))) as { access_token?: string; error?: string };
     if (!response.ok || !body.access_token) {
       throw new Error(`live stream: token request ${response.status} ${body.error ?? ''}`.trimEnd());
     }

@@ -285,6 +285,14 @@ describe('examples/live-client against the real server', function () {
     const paths = prefixed.paths.slice(from);
     expect(paths[0]).to.equal('/devcloud/v1/oauth/token');
     expect(paths[1]).to.match(/^\/devcloud\/v1\/live\?/);
+
+    // Without the prefix the proxy has no such page: the client says so and stops, rather than retrying.
+    const lost = clientOf({ baseUrl: new URL(prefixed.baseUrl).origin });
+    const failure = await lost.run(new AbortController().signal).then(
+      () => undefined,
+      (error: unknown) => error as Error,
+    );
+    expect(failure?.message).to.equal('live stream: token request 404');
   });
 
   it('main.ts, run as its README says, prints frames as JSON lines, stops on SIGINT and names the last id', async () => {
