@@ -4,8 +4,8 @@ import { parseSse } from './sse.js';
  * Reference client of GET /v1/live, written as an application would write it (it knows only the public
  * interface): it gets a token with client credentials, follows the stream, remembers the last frame id and
  * sends it back on every reconnect, waits `retry` between connections, gets a new token on 401 or when the
- * server ends the stream because the token expired, and backfills from the telemetry endpoint when told
- * data was missed (replay_gap).
+ * server ends the stream for a reason about the token, and backfills from the telemetry endpoint when told
+ * data was missed (replay_gap). See README.md next to this file.
  */
 export interface LiveFrame {
   readonly id: string;
@@ -21,10 +21,23 @@ export interface ReplayGap {
   readonly deviceIds: readonly string[] | null;
 }
 
+/**
+ * How the client authenticates at the token endpoint (RFC 6749 §2.3.1): HTTP Basic, or `client_id` and
+ * `client_secret` in the form. A client created with `--auth basic` must use `basic`; one created with
+ * `--auth post` may use either.
+ */
+export type ClientAuth = 'basic' | 'post';
+
+/** Stream ends that say nothing about the token: reconnect with the one held. Any other reason renews it. */
+const CONNECTION_REASONS: ReadonlySet<unknown> = new Set(['shutdown', 'too_slow', 'unavailable']);
+
 export interface LiveClientOptions {
+  /** The service's base URL, path included: https://host/devcloud serves https://host/devcloud/v1/live. */
   readonly baseUrl: string;
   readonly clientId: string;
   readonly clientSecret: string;
+  /** Default `basic`, which every client of the service may use. */
+  readonly clientAuth?: ClientAuth;
   /** Narrowing filters, as the query parameters of GET /v1/live. */
   readonly types?: readonly string[];
   readonly deviceIds?: readonly string[];
@@ -40,6 +53,7 @@ export interface LiveClientOptions {
 }
 
 export class LiveClient {
+  readonly #baseUrl: string;
   #token: string | undefined;
   #lastEventId: string | undefined;
   #retryMs = 5000;
@@ -47,6 +61,9 @@ export class LiveClient {
 
   constructor(private readonly options: LiveClientOptions) {
     this.#lastEventId = options.lastEventId;
+    const base = new URL(options.baseUrl);
+    // Paths are appended to the base's own path, which `new URL('/v1/…', base)` would replace.
+    this.#baseUrl = base.origin + base.pathname.replace(/\/+$/, '');
   }
 
   get lastEventId(): string | undefined {
@@ -91,8 +108,14 @@ export class LiveClient {
         }
       } catch (error) {
         if (signal.aborted) return;
-        if (error instanceof Error && error.message.startsWith('live stream:')) throw error;
-        this.options.onNotice?.(`connection lost: ${(error as Error).message}`);
+        if (error instanceof TryLater) {
+          wait = error.waitMs ?? this.#retryMs;
+          this.options.onNotice?.(error.message);
+        } else if (error instanceof Error && error.message.startsWith('live stream:')) {
+          throw error;
+        } else {
+          this.options.onNotice?.(`connection lost: ${(error as Error).message}`);
+        }
       }
       await delay(wait, signal);
     }
@@ -106,13 +129,15 @@ export class LiveClient {
       const data = JSON.parse(item.data) as Record<string, unknown>;
       if (item.event === 'stream_error') {
         this.options.onNotice?.(`stream_error ${String(data.reason)}`);
-        // A revoked client's next token request fails too: the caller hears of it through onNotice.
-        if (data.reason === 'token_expired' || data.reason === 'token_revoked') this.#token = undefined;
+        // token_expired, token_revoked and any reason this client does not know: the token may be dead, so
+        // the reconnect starts with a new one. A revoked client's token request fails: run() throws.
+        if (!CONNECTION_REASONS.has(data.reason)) this.#token = undefined;
         continue;
       }
-      if (item.id !== undefined) this.#lastEventId = item.id;
       if (item.event === 'replay_gap') await this.#backfill(data as unknown as ReplayGap, signal);
       else if (item.id !== undefined) await this.options.onFrame({ id: item.id, type: item.event, data });
+      // Only once handled: a backfill or handler that fails sees the frame again after the reconnect.
+      if (item.id !== undefined) this.#lastEventId = item.id;
     }
   }
 
@@ -161,7 +186,7 @@ export class LiveClient {
   async #get(path: string, signal: AbortSignal): Promise<unknown> {
     for (let attempt = 0; attempt < 2; attempt++) {
       this.#token ??= await this.#requestToken(signal);
-      const response = await fetch(new URL(path, this.options.baseUrl), {
+      const response = await fetch(this.#endpoint(path), {
         headers: { Authorization: `Bearer ${this.#token}` },
         signal,
       });
@@ -179,23 +204,45 @@ export class LiveClient {
   }
 
   async #requestToken(signal: AbortSignal): Promise<string> {
-    const response = await fetch(new URL('/v1/oauth/token', this.options.baseUrl), {
+    const { clientId, clientSecret, clientAuth = 'basic' } = this.options;
+    const form = new URLSearchParams({ grant_type: 'client_credentials' });
+    const headers: Record<string, string> = { 'Content-Type': 'application/x-www-form-urlencoded' };
+    if (clientAuth === 'basic') {
+      // RFC 6749 §2.3.1: each part form-urlencoded, then joined by ':' and base64-encoded.
+      headers.Authorization = `Basic ${btoa(`${formEncode(clientId)}:${formEncode(clientSecret)}`)}`;
+    } else {
+      form.set('client_id', clientId);
+      form.set('client_secret', clientSecret);
+    }
+    const response = await fetch(this.#endpoint('/v1/oauth/token'), {
       method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        client_id: this.options.clientId,
-        client_secret: this.options.clientSecret,
-      }),
+      headers,
+      body: form,
       signal,
     });
-    const body = (await response.json()) as { access_token?: string };
-    if (!response.ok || !body.access_token) throw new Error(`live stream: token request ${response.status}`);
+    if (response.status === 429 || response.status >= 500) {
+      // Busy or failing for now (e.g. 503 temporarily_unavailable): not a refusal of the credentials.
+      await response.body?.cancel();
+      throw new TryLater(
+        `token request ${response.status}`,
+        retryAfterMs(response.headers.get('retry-after')),
+      );
+    }
+    // A body that is not JSON (a proxy's page for a wrong URL) is a refusal all the same.
+    const body = (await response.json().catch(() => ({}))) as { access_token?: string; error?: string };
+    if (!response.ok || !body.access_token) {
+      throw new Error(`live stream: token request ${response.status} ${body.error ?? ''}`.trimEnd());
+    }
     return body.access_token;
   }
 
+  /** `path` (with its query) under the base URL, keeping the base's own path. */
+  #endpoint(path: string): URL {
+    return new URL(this.#baseUrl + path);
+  }
+
   #url(): URL {
-    const url = new URL('/v1/live', this.options.baseUrl);
+    const url = this.#endpoint('/v1/live');
     const { types, deviceIds, capabilities, heartbeatSeconds } = this.options;
     if (types) url.searchParams.set('types', types.join(','));
     if (deviceIds) url.searchParams.set('deviceIds', deviceIds.join(','));
@@ -203,6 +250,21 @@ export class LiveClient {
     if (heartbeatSeconds) url.searchParams.set('heartbeat', String(heartbeatSeconds));
     return url;
   }
+}
+
+/** An answer that asks to be tried again later, after `waitMs` when the server said how long. */
+class TryLater extends Error {
+  constructor(
+    message: string,
+    readonly waitMs: number | undefined,
+  ) {
+    super(message);
+  }
+}
+
+/** application/x-www-form-urlencoded encoding of one value. */
+function formEncode(text: string): string {
+  return encodeURIComponent(text).replace(/%20/g, '+');
 }
 
 /** Retry-After as seconds or an HTTP date. */

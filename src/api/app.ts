@@ -83,6 +83,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   app.use(healthRoutes(deps));
   app.use(openApiRoutes());
   const auth = createApiAuth(deps);
+  app.use(auth.metadataRoutes);
   app.use('/v1', auth.tokenRoutes);
   app.use('/v1/live', refuseTokenInQuery);
   // Everything under /v1 below this line needs a bearer token; routes add requireScope(...) themselves.

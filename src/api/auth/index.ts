@@ -6,6 +6,7 @@ import { AccessTokens } from '../../identity/access-tokens.js';
 import { ClientSecretHasher } from '../../identity/secret-hash.js';
 import { SigningKeys } from '../../identity/signing-keys.js';
 import { authenticate } from './authenticate.js';
+import { metadataRoutes } from './metadata.js';
 import { RevokedClients } from './revoked-clients.js';
 import { tokenEndpoint } from './token-endpoint.js';
 
@@ -14,6 +15,8 @@ export { requireScope } from './require-scope.js';
 export type { Principal, Scope } from './principal.js';
 
 export interface ApiAuth {
+  /** GET /.well-known/oauth-authorization-server (RFC 8414), to mount at the root, without authentication. */
+  readonly metadataRoutes: Router;
   /** POST /oauth/token, to mount under /v1 ahead of `authenticate`. */
   readonly tokenRoutes: Router;
   /** Bearer-token authentication for everything else under /v1. */
@@ -37,6 +40,7 @@ export function createApiAuth(deps: {
   );
   const revoked = new RevokedClients(deps.pool, { now });
   return {
+    metadataRoutes: metadataRoutes(deps.config.PUBLIC_BASE_URL),
     tokenRoutes: tokenEndpoint({ store: deps.store, tokens, hasher: new ClientSecretHasher(deps.pool), now }),
     authenticate: authenticate({ tokens, revoked }),
     revoked,

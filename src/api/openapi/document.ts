@@ -28,6 +28,7 @@ import {
   pairingSessionBodySchema,
   pairingSessionSchema,
 } from '../routes/pairing.js';
+import { authorizationServerMetadataSchema, METADATA_PATH } from '../auth/metadata.js';
 import { liveQuerySchema } from '../live/route.js';
 import { LIVE_FRAME_SCHEMAS } from '../live/wire.js';
 import { siteListSchema, siteSchema } from '../routes/sites.js';
@@ -81,6 +82,7 @@ for (const [schema, id] of [
   [tokenResponseSchema, 'TokenResponse'],
   [oauthErrorSchema, 'OAuthError'],
   [healthSchema, 'Health'],
+  [authorizationServerMetadataSchema, 'AuthorizationServerMetadata'],
   [errorSchema, 'Error'],
 ] as const) {
   responses.add(schema, { id });
@@ -206,6 +208,21 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
           description: 'The OpenAPI 3.1 document.',
           content: { 'application/json': { schema: { type: 'object' } } },
         },
+        429: RATE_LIMITED,
+      },
+    },
+  ],
+  [
+    'get',
+    METADATA_PATH,
+    {
+      summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
+      description:
+        'For discovery by OAuth libraries. When PUBLIC_BASE_URL has a path, also served at this path followed ' +
+        'by that path (RFC 8414 §3.1). Cache-Control: public, max-age=3600.',
+      security: [],
+      responses: {
+        200: ok('AuthorizationServerMetadata', 'The metadata.'),
         429: RATE_LIMITED,
       },
     },
@@ -403,8 +420,8 @@ export function openApiDocument(): Json {
       title: 'Device Cloud API',
       version: 'v1',
       description:
-        'EU-hosted cloud for connected devices. Every path but /health, /openapi.json and the token ' +
-        'endpoint needs Authorization: Bearer <ACCESS_TOKEN>. Decisions the interface leaves open are in docs/api.md.',
+        'EU-hosted cloud for connected devices. Every path but /health, /openapi.json, the OAuth metadata ' +
+        'and the token endpoint needs Authorization: Bearer <ACCESS_TOKEN>. Decisions the interface leaves open are in docs/api.md.',
     },
     paths,
     components: {
