@@ -94,7 +94,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
       slots: deps.limits?.streams,
       maxBufferedBytes: deps.config.LIVE_CLIENT_BUFFER_BYTES,
       stallMs: deps.config.LIVE_CLIENT_STALL_MS,
-      revoked: auth.revoked,
+      revocations: auth.revocations,
       now: deps.now ?? Date.now,
     }),
   );

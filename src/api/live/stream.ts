@@ -30,6 +30,8 @@ const END_GRACE_MS = 10_000;
 export interface LiveStreamOptions {
   readonly projectId: string;
   readonly clientId: string;
+  /** The kid of the key that signed the token that opened the stream: revoking the key ends the stream. */
+  readonly keyId: string;
   readonly filter: LiveFilter;
   readonly heartbeatMs: number;
   /** Bytes the socket may hold unsent before a live stream stops taking live frames and is caught up instead. */
@@ -76,6 +78,10 @@ export class LiveStream {
 
   get clientId(): string {
     return this.options.clientId;
+  }
+
+  get keyId(): string {
+    return this.options.keyId;
   }
 
   get filter(): LiveFilter {
