@@ -46,8 +46,11 @@ export interface ApiDependencies {
 }
 
 /** The live hub of an API process, configured from `config`. */
-export function createLiveHub(deps: Pick<ApiDependencies, 'config' | 'logger' | 'store' | 'now'>): LiveHub {
+export function createLiveHub(
+  deps: Pick<ApiDependencies, 'config' | 'logger' | 'store' | 'now' | 'pool'>,
+): LiveHub {
   return new LiveHub({
+    keyFor: cursorKeys(deps.pool),
     store: deps.store,
     logger: deps.logger,
     windowFrames: deps.config.LIVE_WINDOW_FRAMES,

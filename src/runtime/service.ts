@@ -125,7 +125,7 @@ export async function startService(
   let limits: ClusterLimits | undefined;
   if (roles.includes('api')) {
     limits = await openClusterLimits(config, logger);
-    live = createLiveHub({ config, logger, store });
+    live = createLiveHub({ config, logger, store, pool: database.pool });
     await live.start();
     // Measured where this node's answers come from: on a replica, its lag includes the replica's own.
     lag = new ProjectionLagMonitor({

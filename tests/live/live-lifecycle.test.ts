@@ -6,6 +6,8 @@ import sinon from 'sinon';
 import { LiveDirectory } from '../../src/api/live/directory.js';
 import { LiveStream } from '../../src/api/live/stream.js';
 import { framesOf } from '../../src/api/live/frames.js';
+import { FrameIds } from '../../src/api/live/frame-id.js';
+import { cursorKeys } from '../../src/api/pagination/cursor-keys.js';
 import { deviceStreamName } from '../../src/domain/devices/index.js';
 import { revokeClient } from '../../src/identity/clients.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
@@ -352,7 +354,7 @@ describe('GET /v1/live: heartbeat, stream_error, command_update, server timeouts
       )!;
       const directory = new LiveDirectory(api.store);
       await directory.prepare([succeeded]);
-      const [frame] = framesOf(succeeded, directory);
+      const [frame] = framesOf(succeeded, directory, await FrameIds.load(cursorKeys(api.db.pool)));
       expect(frame!.text).to.equal(
         `id: ${stream.frames()[2]!.id}\nevent: command_update\ndata: ${JSON.stringify(stream.frames()[2]!.data)}\n\n`,
       );

@@ -77,7 +77,8 @@ describe('GET /v1/live', function () {
     const frame = await stream.waitFor('telemetry', () =>
       stream.frames('telemetry').find((f) => f.data.capability === 'environment.humidity'),
     );
-    expect(frame!.id).to.match(/^[0-9a-f]{48}$/);
+    // Opaque: 53 sealed bytes in base64url (frame-id.ts).
+    expect(frame!.id).to.match(/^[\w-]{71}$/);
     expect(frame!.data).to.deep.equal({
       deviceId: deviceA,
       capability: 'environment.humidity',
