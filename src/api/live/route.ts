@@ -10,7 +10,7 @@ import { parseQuery } from '../validation.js';
 import { LIVE_TYPES, type LiveType } from './frames.js';
 import type { LiveHub } from './hub.js';
 import { StreamSlots, type StreamSlotPool } from './slots.js';
-import { LiveStream, type LiveFilter } from './stream.js';
+import { LiveStream, STREAM_HEADERS, type LiveFilter } from './stream.js';
 
 export const HEARTBEAT_SECONDS = { min: 15, max: 120, default: 30 } as const;
 const MAX_DEVICE_IDS = 500;
@@ -98,13 +98,20 @@ export interface LiveRouteOptions {
   readonly now: () => number;
 }
 
-/** GET /live (mounted under /v1): the SSE stream. docs/api.md, "Live stream". */
+/** GET /live (mounted under /v1): the SSE stream, and HEAD for its headers. docs/api.md, "Live stream". */
 export function liveRoutes(options: LiveRouteOptions): Router {
   const slots = options.slots ?? new StreamSlots(options.maxStreamsPerClient);
   const revocations = options.revocations
     ? new RevocationSweep(options.revocations, options.logger)
     : undefined;
   const router = Router();
+  // Express would answer HEAD with the GET handler: a stream that takes a slot and never shows its headers.
+  // HEAD is checked as GET is (token, scope, query) and answers the headers of the stream GET would open,
+  // without opening one or taking a slot (so never 429: it holds nothing).
+  router.head('/live', requireScope('telemetry:live'), (req, res) => {
+    parseFilter(parseQuery(liveQuerySchema, req.query));
+    res.writeHead(200, STREAM_HEADERS).end();
+  });
   router.get('/live', requireScope('telemetry:live'), async (req, res) => {
     const query = parseQuery(liveQuerySchema, req.query);
     const filter = parseFilter(query);

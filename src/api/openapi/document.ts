@@ -333,7 +333,9 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       description:
         'Bearer header only. `retry: 5000` first, then frames (`id`, `event`, `data` as one line of JSON) and ' +
         'a `: ping` comment every heartbeat. `Last-Event-ID` (or lastEventId) resumes strictly after that ' +
-        'frame. The data of each event type is the schema named in x-sse-events. docs/api.md, "Live stream".',
+        'frame. Frame ids are opaque and sealed for your project: the same frame keeps its id, ids are not ' +
+        "ordered, and another project's id is unknown_id. HEAD answers the same headers without opening " +
+        'a stream. The data of each event type is the schema named in x-sse-events. docs/api.md, "Live stream".',
       parameters: [
         ...queryParameters(liveQuerySchema),
         {
