@@ -106,7 +106,8 @@ export class LiveClient {
       const data = JSON.parse(item.data) as Record<string, unknown>;
       if (item.event === 'stream_error') {
         this.options.onNotice?.(`stream_error ${String(data.reason)}`);
-        // A revoked client's next token request fails too: the caller hears of it through onNotice.
+        // A new token: after a revoked signing key it comes from another key and the stream resumes; a
+        // revoked client's token request fails too, and the caller hears of it through onNotice.
         if (data.reason === 'token_expired' || data.reason === 'token_revoked') this.#token = undefined;
         continue;
       }
