@@ -140,6 +140,12 @@ const ok = (id: string, description: string, headers: Json = {}) => ({
   content: { 'application/json': { schema: ref(id) } },
 });
 
+const LIVE_BAD_QUERY = error(
+  'Bad query (`invalid_query`: unknown parameter such as projectId, a token in the query string ' +
+    '(`token_in_query_string`), a heartbeat that is not a number), or an unknown type or capability ' +
+    '(`invalid_filter`, with `invalid` and `valid`).',
+);
+
 const INVALID_QUERY = error(
   'Unknown, repeated or malformed query parameter (`invalid_query`, with `parameter`).',
 );
@@ -357,11 +363,22 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
           description:
             'Rate limit exceeded, or too many open streams for this client (`too_many_streams`, with `limit`).',
         },
-        400: error(
-          'Bad query (`invalid_query`: unknown parameter such as projectId, a token in the query string ' +
-            '(`token_in_query_string`), a heartbeat that is not a number), or an unknown type or capability ' +
-            '(`invalid_filter`, with `invalid` and `valid`).',
-        ),
+        400: LIVE_BAD_QUERY,
+      },
+    }),
+  ],
+  [
+    'head',
+    '/v1/live',
+    secured('telemetry:live', {
+      summary: "The live stream's headers, without a stream",
+      description:
+        'Checked as GET is (token, scope, query). Answers the headers GET begins its stream with and no ' +
+        'body; opens no stream and holds no slot, so it never answers too_many_streams.',
+      parameters: queryParameters(liveQuerySchema),
+      responses: {
+        200: { description: 'As a stream begins: `Content-Type: text/event-stream`; no body.' },
+        400: LIVE_BAD_QUERY,
       },
     }),
   ],
