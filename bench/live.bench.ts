@@ -5,6 +5,9 @@ import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import { parseSse } from '../examples/live-client/sse.js';
+import { FrameIds } from '../src/api/live/frame-id.js';
+import { framesOf } from '../src/api/live/frames.js';
+import type { RecordedEvent } from '../src/eventstore/port.js';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import { createClient } from '../src/identity/clients.js';
 import { ClientSecretHasher } from '../src/identity/secret-hash.js';
@@ -30,6 +33,7 @@ const READINGS_PER_MESSAGE = 3;
 const WARMUP_SECONDS = 5;
 
 export async function liveBenchmarks(): Promise<void> {
+  frameBuildFigure();
   const db = await benchDatabase();
   const store = new PostgresEventStore(db.pool, { connectionString: db.url });
   const scratch = await benchDirectory('devcloud-bench-live-');
@@ -188,6 +192,53 @@ export async function liveBenchmarks(): Promise<void> {
     await db.drop();
     await scratch.remove();
   }
+}
+
+const BUILD_EVENTS = 20_000;
+
+/**
+ * The hub's CPU per frame: building the frames of reading events (3 readings each), their sealed ids
+ * included, as the hub does once per event it follows and each catch-up read does again. In this process,
+ * best of 7 rounds after a warm-up; a frame's share of the fan-out to streams is not in it.
+ */
+export function frameBuildFigure(): void {
+  const receivedAt = new Date().toISOString();
+  const events: RecordedEvent[] = Array.from({ length: BUILD_EVENTS }, (_, i) => ({
+    id: `event-${i}`,
+    type: 'ReadingsRecorded',
+    data: {
+      deviceId: `dev_${i % 50}`,
+      projectId: 'prj_bench',
+      agentId: 'agt_bench',
+      receivedAt,
+      readings: [1, 2, 3].map((v) => ({ capability: 'environment.temperature', value: i + v })),
+    },
+    metadata: {},
+    streamName: `readings-dev_${i % 50}`,
+    revision: BigInt(i),
+    position: (1_000_000 + i).toString(16).padStart(32, '0'),
+    recordedAt: new Date(),
+  }));
+  const lookups = { projectOfDevice: () => undefined, capabilityOfCommand: () => undefined };
+  // A key of this run only: the cost does not depend on which.
+  const ids = new FrameIds(randomBytes(32));
+  let frames = 0;
+  const round = () => {
+    const started = process.hrtime.bigint();
+    for (const event of events) frames += framesOf(event, lookups, ids).length;
+    return Number(process.hrtime.bigint() - started);
+  };
+  round();
+  frames = 0;
+  const rounds = Array.from({ length: 7 }, round);
+  const perFrame = Math.min(...rounds) / (frames / rounds.length);
+  report({
+    figure: 'live.frame_build',
+    what: 'framesOf on ReadingsRecorded events of 3 readings, sealed ids included',
+    frames: frames / rounds.length,
+    nsPerFrame: Math.round(perFrame),
+    machine: machine(),
+  });
 }
 
 /** Public ids of the adopted (non-hub) devices, from their registration events. */

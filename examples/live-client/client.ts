@@ -129,8 +129,9 @@ export class LiveClient {
       const data = JSON.parse(item.data) as Record<string, unknown>;
       if (item.event === 'stream_error') {
         this.options.onNotice?.(`stream_error ${String(data.reason)}`);
-        // token_expired, token_revoked and any reason this client does not know: the token may be dead, so
-        // the reconnect starts with a new one. A revoked client's token request fails: run() throws.
+        // token_expired, token_revoked (a revoked signing key: the new token comes from another key and the
+        // stream resumes) and any reason this client does not know: the token may be dead, so the reconnect
+        // starts with a new one. A revoked client's token request fails: run() throws.
         if (!CONNECTION_REASONS.has(data.reason)) this.#token = undefined;
         continue;
       }

@@ -46,8 +46,11 @@ export interface ApiDependencies {
 }
 
 /** The live hub of an API process, configured from `config`. */
-export function createLiveHub(deps: Pick<ApiDependencies, 'config' | 'logger' | 'store' | 'now'>): LiveHub {
+export function createLiveHub(
+  deps: Pick<ApiDependencies, 'config' | 'logger' | 'store' | 'now' | 'pool'>,
+): LiveHub {
   return new LiveHub({
+    keyFor: cursorKeys(deps.pool),
     store: deps.store,
     logger: deps.logger,
     windowFrames: deps.config.LIVE_WINDOW_FRAMES,
@@ -101,7 +104,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
       slots: deps.limits?.streams,
       maxBufferedBytes: deps.config.LIVE_CLIENT_BUFFER_BYTES,
       stallMs: deps.config.LIVE_CLIENT_STALL_MS,
-      revoked: auth.revoked,
+      revocations: auth.revocations,
       now: deps.now ?? Date.now,
       metrics: deps.metrics.live,
     }),

@@ -30,6 +30,8 @@ export interface AccessTokenSubject {
 export interface VerifiedAccessToken extends AccessTokenSubject {
   readonly tokenId: string;
   readonly expiresAt: number;
+  /** The kid of the key that signed it: revoking that key ends what the token opened (a live stream). */
+  readonly keyId: string;
 }
 
 const claimsSchema = z.object({
@@ -43,7 +45,6 @@ const claimsSchema = z.object({
 
 interface KeptVerification {
   readonly verified: VerifiedAccessToken;
-  readonly kid: string;
 }
 
 export class AccessTokens {
@@ -88,7 +89,7 @@ export class AccessTokens {
     if (kept) {
       // The signature of these exact bytes was checked; what can change since is time and the key.
       const live = this.now() / 1000 < kept.verified.expiresAt + CLOCK_TOLERANCE_SECONDS;
-      if (live && (await this.keys.verificationKey(kept.kid))) return kept.verified;
+      if (live && (await this.keys.verificationKey(kept.verified.keyId))) return kept.verified;
       this.verifiedTokens.delete(token);
     }
     // A key store that cannot be read is our fault, not the token's: it must not turn into a 401.
@@ -130,8 +131,9 @@ export class AccessTokens {
         scopes,
         tokenId: claims.data.jti,
         expiresAt: claims.data.exp,
+        keyId: kid!,
       };
-      this.keep(token, { verified, kid: kid! });
+      this.keep(token, { verified });
       return verified;
     } catch {
       if (keyStoreFailure !== undefined) throw keyStoreFailure;

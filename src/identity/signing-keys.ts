@@ -187,6 +187,14 @@ export class SigningKeys {
     return (await this.reload()).verifying.get(kid);
   }
 
+  /**
+   * Whether tokens of `kid` still verify, as of the cached ring (at most `refreshMs` old): what a long-lived
+   * use of a token (a live stream) checks again and again, so an unknown kid forces no reload here.
+   */
+  async verifies(kid: string): Promise<boolean> {
+    return (await this.current()).verifying.has(kid);
+  }
+
   private async current(): Promise<KeyRing> {
     const ring = this.ring;
     const age = ring ? this.now() - ring.loadedAt : Infinity;

@@ -33,6 +33,7 @@ export interface RunningService {
 }
 
 export interface ServiceOptions {
+  /** Milliseconds since the epoch for the ingress and the API (token times among them); tests move it. */
   readonly now?: () => number;
   /**
    * Run the projector role in a supervised child process started from this CLI script instead of in this
@@ -126,7 +127,7 @@ export async function startService(
   let limits: ClusterLimits | undefined;
   if (roles.includes('api')) {
     limits = await openClusterLimits(config, logger);
-    live = createLiveHub({ config, logger, store });
+    live = createLiveHub({ config, logger, store, pool: database.pool, now: options.now });
     await live.start();
     // Measured where this node's answers come from: on a replica, its lag includes the replica's own.
     lag = new ProjectionLagMonitor({
@@ -148,6 +149,7 @@ export async function startService(
       live,
       lag,
       limits,
+      now: options.now,
     });
     server = await listen(createHttpServer(app, config), config.HTTP_PORT, config.HTTP_HOST);
   } else if (config.METRICS_TOKEN) {

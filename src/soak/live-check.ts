@@ -1,4 +1,5 @@
 import { LiveDirectory } from '../api/live/directory.js';
+import type { FrameIds } from '../api/live/frame-id.js';
 import { framesOf, sourceEventTypes, type LiveType } from '../api/live/frames.js';
 import type { EventStore } from '../eventstore/port.js';
 
@@ -11,10 +12,12 @@ export interface StreamFrame {
 /**
  * Every frame of `types` the project's events yield, in store order, built from the store by the code the
  * live stream builds its frames with (src/api/live/frames.ts): what a client following from the start would
- * have received. `content` maps a frame's data as the clients' side does.
+ * have received, with the ids the service seals (`ids` from the service's database: FrameIds.load). `content`
+ * maps a frame's data as the clients' side does.
  */
 export async function framesInStore(
   store: Pick<EventStore, 'readAll' | 'readStream'>,
+  ids: FrameIds,
   projectId: string,
   types: readonly LiveType[],
   content: (data: string) => string = (data) => data,
@@ -27,7 +30,7 @@ export async function framesInStore(
     const page = await store.readAll({ after, maxCount: 2000, eventTypes: sourceEventTypes(types) });
     await directory.prepare(page.events);
     for (const event of page.events) {
-      for (const frame of framesOf(event, directory)) {
+      for (const frame of framesOf(event, directory, ids)) {
         if (frame.projectId !== projectId || !wanted.has(frame.type)) continue;
         // The frame's text is `id: …\nevent: …\ndata: …\n\n`.
         const [idLine, , dataLine] = frame.text.split('\n');
@@ -47,7 +50,7 @@ export interface LiveComparison {
   readonly gaps: number;
   /** Frames a client received more than once. */
   readonly duplicates: number;
-  /** Frames whose id is not above the id of the frame the client received before it. */
+  /** Frames the store yields before the frame the client received before them (ids are opaque: store order). */
   readonly outOfOrder: number;
   /** Frames whose id the store does not yield, and frames whose data differs from the store's. */
   readonly unknown: number;
@@ -96,7 +99,8 @@ export function compareLiveFrames(
       else if (expected[stored]!.text !== frame.text) altered += 1;
       if (seen.has(frame.id)) duplicates += 1;
       seen.add(frame.id);
-      if (i > 0 && !(frame.id > frames[i - 1]!.id)) outOfOrder += 1;
+      const before = i > 0 ? index.get(frames[i - 1]!.id) : undefined;
+      if (stored !== undefined && before !== undefined && !(stored > before)) outOfOrder += 1;
     });
     const start = index.get(frames[0]!.id);
     const want = start === undefined ? [] : expected.slice(start);

@@ -28,6 +28,8 @@ import {
   type CommandsReport,
 } from './commands-check.js';
 import { MessageLedger } from './ledger.js';
+import { FrameIds } from '../api/live/frame-id.js';
+import { cursorKeys } from '../api/pagination/cursor-keys.js';
 import { compareLiveFrames, framesInStore, sawNoGap, type LiveComparison } from './live-check.js';
 import { LiveFollowers, type LiveFollowerCounts } from './live-followers.js';
 import { freePort } from '../infra/ports.js';
@@ -251,10 +253,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const caughtUp = await projectorsCaughtUp(pool, store, projectors, SETTLE_MS);
     // Ingest has stopped: each live client catches up to the store's last telemetry frame. Read again once
     // they have, in case a frame became visible in the store meanwhile.
-    let expected = await framesInStore(store, projectId, ['telemetry'], digest);
+    const ids = await FrameIds.load(cursorKeys(pool));
+    let expected = await framesInStore(store, ids, projectId, ['telemetry'], digest);
     const liveCaughtUp = await waitFor(async () => {
       if (!followers!.reached(expected.at(-1)?.id)) return false;
-      const again = await framesInStore(store, projectId, ['telemetry'], digest);
+      const again = await framesInStore(store, ids, projectId, ['telemetry'], digest);
       const settled = again.at(-1)?.id === expected.at(-1)?.id;
       expected = again;
       return settled;

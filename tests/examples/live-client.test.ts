@@ -9,6 +9,7 @@ import { startPrefixProxy, type PrefixProxy } from '../support/prefix-proxy.js';
 import { recordReadings } from '../support/readings.js';
 import { deviceOf, siteOf } from '../support/registry.js';
 import { createTenant, type Tenant } from '../support/tenants.js';
+import { devcloud } from '../support/devcloud.js';
 
 /** The reference client of examples/live-client, run against the real server. */
 describe('examples/live-client against the real server', function () {
@@ -345,5 +346,40 @@ describe('examples/live-client against the real server', function () {
     const [code] = await refused.exited;
     expect(code).to.equal(1);
     expect(refused.output.stderr).to.equal('live stream: token request 401 invalid_client\n');
+  });
+
+  it('after its signing key is revoked, ends with token_revoked, gets a token of another key and resumes without a gap', async () => {
+    offsetMs = 0;
+    const frames: LiveFrame[] = [];
+    const notices: string[] = [];
+    const client = new LiveClient({
+      baseUrl: api.baseUrl,
+      clientId: tenant.clientId,
+      clientSecret: tenant.clientSecret,
+      types: ['telemetry'],
+      deviceIds: [device],
+      onFrame: (f) => void frames.push(f),
+      onNotice: (n) => void notices.push(n),
+    });
+    const revoked = new AbortController();
+    const running = client.run(revoked.signal);
+    await until('connected', () => client.connections === 1);
+    await reading(30);
+    await until('a frame', () => frames.length === 1);
+    // As the operator would after a leak: a new key signs, the leaked one is revoked.
+    expect((await devcloud(api, 'keys', 'rotate', '--json')).code).to.equal(0);
+    const { rows } = await api.db.pool.query<{ kid: string }>(
+      'SELECT kid FROM auth.signing_keys WHERE retired_at IS NOT NULL AND revoked_at IS NULL',
+    );
+    for (const { kid } of rows)
+      expect((await devcloud(api, 'keys', 'revoke', '--json', '--', kid)).code).to.equal(0);
+    await reading(31);
+    await until('stream_error token_revoked', () => notices.includes('stream_error token_revoked'), 30_000);
+    await reading(32);
+    await until('resumed with a new token', () => frames.length === 3, 20_000);
+    expect(client.connections).to.equal(2);
+    expect(frames.map((f) => f.data.value)).to.deep.equal([30, 31, 32]);
+    revoked.abort();
+    await running;
   });
 });

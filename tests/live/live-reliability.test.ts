@@ -17,6 +17,8 @@ import { createLogger } from '../../src/infra/logger.js';
 import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
 import { createSite } from '../../src/registry/sites.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
+import { FrameIds } from '../../src/api/live/frame-id.js';
+import { cursorKeys } from '../../src/api/pagination/cursor-keys.js';
 import { compareLiveFrames, framesInStore, type StreamFrame } from '../../src/soak/live-check.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { adoptSimulatedFleet } from '../support/edge-agent.js';
@@ -234,7 +236,9 @@ describe('live stream reliability: reconnects during continuous ingest', functio
     mark('draining');
     await sim.stop(5000);
     await sleep(500);
-    const expected = await framesInStore(store, projectId, ['telemetry']);
+    const expected = await framesInStore(store, await FrameIds.load(cursorKeys(db.pool)), projectId, [
+      'telemetry',
+    ]);
     const lastId = expected.at(-1)!.id;
     const deadline = Date.now() + 60_000;
     while (received.some((frames) => frames.at(-1)?.id !== lastId)) {

@@ -27,6 +27,11 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
     return stream;
   };
   let value = 0;
+  /** Every position in the store, the head's among them. */
+  const positionsInStore = async () => {
+    const page = await api.store.readAll({ maxCount: 100_000 });
+    return page.events.map((e) => e.position);
+  };
   /** `messages` readings events of three readings each, all appended in one batch. */
   const readings = (messages: number) =>
     recordReadings(
@@ -53,7 +58,7 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
   /** Another API process on the same store: its own live hub and HTTP server. */
   const otherProcess = async (store: EventStore = api.store) => {
     const logger = createLogger('silent');
-    const hub = createLiveHub({ config: api.config, logger, store });
+    const hub = createLiveHub({ config: api.config, logger, store, pool: api.db.pool });
     await hub.start();
     const app = createApiApp({
       config: api.config,
@@ -96,7 +101,7 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
     );
     const ids = frames.map((f) => f.id!);
     expect(new Set(ids).size).to.equal(6);
-    expect(ids).to.deep.equal([...ids].sort());
+    expect(values(frames)).to.deep.equal([...values(frames)].sort((a, b) => Number(a) - Number(b)));
     first.close();
     // From the window (the last five frames) and from the store (further back), by header and by query.
     for (const [from, how] of [
@@ -245,7 +250,7 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
       expect(gap!.type).to.equal('replay_gap');
       expect(gap!.data).to.include({ reason: 'unknown_id', from: null, deviceIds: null });
       expect(gap!.data.types).to.deep.equal(['telemetry']);
-      expect(gap!.id, 'a gap carries an id to resume from').to.match(/^[0-9a-f]{48}$/);
+      expect(gap!.id, 'a gap carries an id to resume from').to.match(SEALED_ID);
       expect(rest.map((f) => f.type)).to.deep.equal(['telemetry', 'telemetry', 'telemetry']);
       stream.close();
     }
@@ -293,20 +298,79 @@ describe('GET /v1/live: resume, replay_gap, several processes', function () {
     expect(statusOnly.frames('replay_gap')).to.deep.equal([]);
   });
 
-  it('never replays a frame of another project, whatever id is sent', async () => {
+  it("answers another project's id with unknown_id: it replays nothing of theirs and shows no position", async () => {
     const other = await createTenant(api, ['telemetry:live']);
     const mine = await live('types=telemetry');
     await readings(1);
     await mine.waitFor('three', () => mine.frames().length >= 3);
     const theirs = await openLive(api.baseUrl, {
       token: await other.token(),
+      query: 'types=telemetry',
       headers: { 'Last-Event-ID': mine.frames()[0]!.id! },
     });
     open.push(theirs);
     await readings(1);
     await mine.waitFor('six', () => mine.frames().length >= 6);
+    await theirs.waitFor('the gap', () => theirs.frames().length);
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(theirs.status).to.equal(200);
-    expect(theirs.frames()).to.deep.equal([]);
+    const [gap, ...rest] = theirs.frames();
+    expect(rest).to.deep.equal([]);
+    expect(gap!.type).to.equal('replay_gap');
+    expect(gap!.data).to.have.all.keys('reason', 'types', 'from', 'to', 'deviceIds');
+    expect(gap!.data).to.include({ reason: 'unknown_id', from: null, deviceIds: null });
+    // The id to resume from is theirs alone and names no position: not the head's, in any spelling.
+    expect(gap!.id).to.match(SEALED_ID);
+    expectNoPosition([gap!.id!], await positionsInStore());
+    const back = await live('types=telemetry', { 'Last-Event-ID': gap!.id! });
+    await back.waitFor('the gap', () => back.frames().length);
+    expect(back.frames()[0]!.data.reason).to.equal('unknown_id');
+  });
+
+  it('answers a changed id with unknown_id', async () => {
+    const first = await live('types=telemetry');
+    await readings(2);
+    await first.waitFor('six', () => first.frames().length >= 6);
+    const id = first.frames()[1]!.id!;
+    // One character near the end changed (within the same alphabet), one appended, or the id cut short.
+    const at = id.length - 2;
+    const changed = id.slice(0, at) + (id[at] === '0' ? '1' : '0') + id.slice(at + 1);
+    for (const forged of [changed, `${id}0`, id.slice(0, -1)]) {
+      const resumed = await live('types=telemetry', { 'Last-Event-ID': forged });
+      await resumed.waitFor('the gap', () => resumed.frames().length);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(resumed.frames().map((f) => [f.type, f.data.reason])).to.deep.equal([
+        ['replay_gap', 'unknown_id'],
+      ]);
+    }
+  });
+
+  it('gives ids that show no store position, and the same id to the same frame on every stream', async () => {
+    const first = await live('types=telemetry');
+    const second = await live('types=telemetry');
+    await readings(3);
+    await first.waitFor('nine', () => first.frames().length >= 9);
+    await second.waitFor('nine', () => second.frames().length >= 9);
+    const ids = first.frames().map((f) => f.id!);
+    for (const id of ids) expect(id).to.match(SEALED_ID);
+    expect(second.frames().map((f) => f.id)).to.deep.equal(ids);
+    expectNoPosition(ids, await positionsInStore());
   });
 });
+
+/** The shape of a frame id: base64url, 53 sealed bytes (frame-id.ts). */
+const SEALED_ID = /^[\w-]{71}$/;
+
+/** Neither the position nor its bytes in base64url appear in any id. */
+function expectNoPosition(ids: readonly string[], positions: readonly string[]): void {
+  for (const position of positions) {
+    const spellings = [
+      position,
+      position.replace(/^0+/, ''),
+      Buffer.from(position, 'hex').toString('base64url'),
+    ];
+    for (const id of ids)
+      for (const spelling of spellings.filter((p) => p.length >= 8))
+        expect(id.toLowerCase(), `${id} shows ${spelling}`).to.not.include(spelling.toLowerCase());
+  }
+}

@@ -76,6 +76,7 @@ function openedStream(res: PacedResponse, heartbeatMs: number): LiveStream {
   const stream = new LiveStream(res as unknown as ServerResponse, {
     projectId: 'prj_pace',
     clientId: 'cli_pace',
+    keyId: 'kid_pace',
     filter: { types: new Set(['telemetry']), deviceIds: undefined, capabilities: undefined },
     heartbeatMs,
     maxBufferedBytes: BOUND,

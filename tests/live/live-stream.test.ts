@@ -77,7 +77,8 @@ describe('GET /v1/live', function () {
     const frame = await stream.waitFor('telemetry', () =>
       stream.frames('telemetry').find((f) => f.data.capability === 'environment.humidity'),
     );
-    expect(frame!.id).to.match(/^[0-9a-f]{48}$/);
+    // Opaque: 53 sealed bytes in base64url (frame-id.ts).
+    expect(frame!.id).to.match(/^[\w-]{71}$/);
     expect(frame!.data).to.deep.equal({
       deviceId: deviceA,
       capability: 'environment.humidity',
@@ -266,6 +267,31 @@ describe('GET /v1/live', function () {
   });
 
   describe('concurrent-stream limit', () => {
+    it("answers HEAD with a stream's status and headers, holding no slot: the full limit opens after it", async () => {
+      const head = (as = token, query = '') =>
+        fetch(`${api.baseUrl}/v1/live${query}`, {
+          method: 'HEAD',
+          headers: as ? { Authorization: `Bearer ${as}` } : {},
+          signal: AbortSignal.timeout(10_000),
+        });
+      const answers = await Promise.all(Array.from({ length: 6 }, () => head()));
+      for (const answer of answers) {
+        expect(answer.status).to.equal(200);
+        expect(answer.headers.get('content-type')).to.match(/^text\/event-stream/);
+        expect(answer.headers.get('cache-control')).to.equal('no-store, no-transform');
+        expect(await answer.text()).to.equal('');
+      }
+      expect(api.live.streamCount, 'no stream opened').to.equal(0);
+      // Checked as GET is.
+      expect((await head('')).status).to.equal(401);
+      expect((await head(token, '?types=nothing')).status).to.equal(400);
+      const streams = [await live(), await live(), await live(), await live()];
+      expect(streams.map((s) => s.status)).to.deep.equal([200, 200, 200, 200]);
+      // With every slot held, HEAD still answers: it holds none.
+      expect((await head()).status).to.equal(200);
+      expect((await live()).status).to.equal(429);
+    });
+
     it('answers 429 with Retry-After past the limit, and frees a slot the moment a stream closes', async () => {
       const streams = [await live(), await live(), await live(), await live()];
       expect(streams.map((s) => s.status)).to.deep.equal([200, 200, 200, 200]);

@@ -13,6 +13,8 @@ import { telemetryFamily, telemetryProjector } from '../../src/projections/telem
 import { TcpBalancer, type BalancerFront } from '../../src/scale-out/balancer.js';
 import { Topology } from '../../src/scale-out/topology.js';
 import { MessageLedger } from '../../src/soak/ledger.js';
+import { FrameIds } from '../../src/api/live/frame-id.js';
+import { cursorKeys } from '../../src/api/pagination/cursor-keys.js';
 import { compareLiveFrames, framesInStore, sawNoGap, type StreamFrame } from '../../src/soak/live-check.js';
 import { provisionSimulatedAgents } from '../../src/soak/provision.js';
 import { checkReadings } from '../../src/soak/readings-check.js';
@@ -279,9 +281,10 @@ describe('scale-out: 2 ingress, 2 api, 2 projector (P = 4) and 2 scheduler proce
     await Promise.all(sims.map((sim) => sim.stop(2000)));
 
     // The second stream catches up with the store's last telemetry frame.
-    let expected = await framesInStore(store, projectId, ['telemetry']);
+    const ids = await FrameIds.load(cursorKeys(db.pool));
+    let expected = await framesInStore(store, ids, projectId, ['telemetry']);
     await until('the resumed stream at the store head', 60_000, async () => {
-      expected = await framesInStore(store, projectId, ['telemetry']);
+      expected = await framesInStore(store, ids, projectId, ['telemetry']);
       return telemetryFrames(secondStream).at(-1)?.id === expected.at(-1)?.id;
     });
     secondStream.close();

@@ -61,7 +61,7 @@ export async function startTestApi(
       standbyRetryMs: 200,
     }),
   );
-  const live = createLiveHub({ config, logger, store, now: options.now });
+  const live = createLiveHub({ config, logger, store, pool: db.pool, now: options.now });
   await live.start();
   // As the api role runs it (src/runtime/service.ts): lag on /health, /metrics and the state answers.
   const lag = new ProjectionLagMonitor({

@@ -28,6 +28,7 @@ export function authenticate(deps: { tokens: AccessTokens; revoked: RevokedClien
       scopes: effectiveScopes(verified.scopes),
       tokenId: verified.tokenId,
       expiresAt: verified.expiresAt,
+      keyId: verified.keyId,
     };
     req.log = req.log.child({ clientId: verified.clientId, projectId: verified.projectId });
     next();

@@ -21,8 +21,13 @@ export interface ApiAuth {
   readonly tokenRoutes: Router;
   /** Bearer-token authentication for everything else under /v1. */
   readonly authenticate: RequestHandler;
-  /** The revoked-client list authentication checks (the live stream checks its open streams with it too). */
-  readonly revoked: Pick<RevokedClients, 'has'>;
+  /** What authentication checks, asked again of tokens in long use: the live stream's open streams. */
+  readonly revocations: TokenRevocations;
+}
+
+/** Whether a token that verified earlier has been revoked since, through its client or its signing key. */
+export interface TokenRevocations {
+  revoked(token: { readonly clientId: string; readonly keyId: string }): Promise<boolean>;
 }
 
 /** One app's authentication: its signing-key cache, revocation cache, token endpoint and middleware. */
@@ -33,16 +38,16 @@ export function createApiAuth(deps: {
   now?: () => number;
 }): ApiAuth {
   const now = deps.now ?? (() => Date.now());
-  const tokens = new AccessTokens(
-    new SigningKeys(deps.pool, { now, encryptionKey: deps.config.SIGNING_KEY_ENCRYPTION_KEY }),
-    deps.config.PUBLIC_BASE_URL,
-    now,
-  );
+  const keys = new SigningKeys(deps.pool, { now, encryptionKey: deps.config.SIGNING_KEY_ENCRYPTION_KEY });
+  const tokens = new AccessTokens(keys, deps.config.PUBLIC_BASE_URL, now);
   const revoked = new RevokedClients(deps.pool, { now });
   return {
     metadataRoutes: metadataRoutes(deps.config.PUBLIC_BASE_URL),
     tokenRoutes: tokenEndpoint({ store: deps.store, tokens, hasher: new ClientSecretHasher(deps.pool), now }),
     authenticate: authenticate({ tokens, revoked }),
-    revoked,
+    revocations: {
+      // Both from caches: the client list's (REVOKED_CLIENTS_TTL_MS) and the key ring's (10 s).
+      revoked: async ({ clientId, keyId }) => (await revoked.has(clientId)) || !(await keys.verifies(keyId)),
+    },
   };
 }

@@ -15,6 +15,8 @@ export interface Principal {
   readonly tokenId: string;
   /** When the access token expires, in seconds since the epoch: a live stream ends then. */
   readonly expiresAt: number;
+  /** The kid of the key that signed the token: a live stream ends when that key is revoked. */
+  readonly keyId: string;
 }
 
 declare module 'express-serve-static-core' {

@@ -6,7 +6,7 @@ import { PAIRING_UPDATE_TYPES, pairingUpdateOf, type PairingEvent } from '../../
 import type { ReadingsRecordedData } from '../../domain/readings/events.js';
 import { qualityOf } from '../../domain/readings/quality.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
-import { frameId } from './frame-id.js';
+import { frameKey, type FrameIds } from './frame-id.js';
 
 /** The frame types of the live stream (spec, Events). */
 export const LIVE_TYPES = ['telemetry', 'device_status', 'command_update', 'pairing_update'] as const;
@@ -40,7 +40,7 @@ export const sourceEventTypes = (types: Iterable<LiveType>): string[] =>
 
 /** One frame as the hub keeps it: what it is about (for tenancy and filters) and its SSE text, built once. */
 export interface LiveFrame {
-  /** Position and index: frames sort by it (see frame-id.ts). */
+  /** Position and index: frames sort by it (see frame-id.ts). Never sent: the id is sealed. */
   readonly key: string;
   readonly type: LiveType;
   readonly projectId: string;
@@ -57,8 +57,11 @@ export interface FrameLookups {
   capabilityOfCommand(commandId: string): string | undefined;
 }
 
-/** The frames of one stored event, in index order; none for an event that is not a live update. */
-export function framesOf(event: RecordedEvent, lookups: FrameLookups): LiveFrame[] {
+/**
+ * The frames of one stored event, in index order; none for an event that is not a live update. Each frame
+ * is of one project, so its id is sealed for that project once, here.
+ */
+export function framesOf(event: RecordedEvent, lookups: FrameLookups, ids: FrameIds): LiveFrame[] {
   const at = event.recordedAt.getTime();
   let index = 0;
   const frame = (
@@ -66,9 +69,9 @@ export function framesOf(event: RecordedEvent, lookups: FrameLookups): LiveFrame
     about: { projectId: string; deviceId: string | null; hubId?: string | null; capability?: string | null },
     data: Record<string, unknown>,
   ): LiveFrame => {
-    const id = frameId(event.position, index++, at);
+    const id = ids.encode(about.projectId, event.position, index, at);
     return {
-      key: id.slice(0, 36),
+      key: frameKey(event.position, index++),
       type,
       projectId: about.projectId,
       deviceId: about.deviceId,

@@ -5,9 +5,9 @@ import type { EventStore } from '../../eventstore/port.js';
 import type { Logger } from '../../infra/logger.js';
 import { LiveDirectory } from './directory.js';
 import {
+  FrameIds,
   KEY_BEFORE_EVERYTHING,
-  decodeFrameId,
-  frameId,
+  LAST_FRAME_INDEX,
   isInsideEvent,
   keyAfterPosition,
   positionOfKey,
@@ -26,6 +26,8 @@ export interface LiveHubOptions {
   /** Reading events older than this are deleted from the store (KurrentDB: `$maxAge`). */
   readonly readingsRetentionDays: number;
   readonly now: () => number;
+  /** The deployment's persisted secrets by name (cursor-keys.ts): frame ids are sealed under one. */
+  readonly keyFor: (name: string) => Promise<Buffer>;
 }
 
 /** Streams of one project: those following every device, and those following some, by device. */
@@ -65,6 +67,8 @@ export class LiveHub {
   #headKey = KEY_BEFORE_EVERYTHING;
   #headPosition: string | undefined;
   #started: Promise<void> | undefined;
+  /** Set once `start` has read the secret; frames are built only after that. */
+  #ids: FrameIds | undefined;
   #running: Promise<void> | undefined;
   /** Whether the subscription runs and the window fills; false while no stream is open. */
   #following = false;
@@ -79,9 +83,19 @@ export class LiveHub {
   /** Starts the hub, resting until a stream opens; resolves once streams can be served. */
   start(): Promise<void> {
     this.#started ??= (async () => {
+      this.#ids = await FrameIds.load(this.#options.keyFor);
       this.#running = this.#follow();
-    })();
+    })().catch((error: unknown) => {
+      // The secret could not be read (database down): the next stream tries again.
+      this.#started = undefined;
+      throw error;
+    });
     return this.#started;
+  }
+
+  get #frameIds(): FrameIds {
+    if (!this.#ids) throw new Error('the live hub has not started');
+    return this.#ids;
   }
 
   /** Ends every stream with stream_error shutdown and stops the subscription. */
@@ -118,23 +132,19 @@ export class LiveHub {
     stream.respond();
     if (lastEventId === undefined) return this.#join(stream, this.#headKey);
     stream.options.metrics?.resumed();
-    const decoded = decodeFrameId(lastEventId);
+    const decoded = this.#frameIds.decode(stream.projectId, lastEventId);
     if (
       !decoded ||
       !this.#options.store.isValidPosition(decoded.position) ||
       (await this.#unknown(decoded.position))
     ) {
+      // The id to resume from is sealed for this project like any frame's: it does not show the head.
       const position = this.#headPosition ?? '0'.repeat(32);
+      const now = this.#options.now();
       stream.control(
         'replay_gap',
-        this.#gap(
-          stream,
-          'unknown_id',
-          [...stream.filter.types].sort(),
-          null,
-          new Date(this.#options.now()).toISOString(),
-        ),
-        frameId(position, 0xffff, this.#options.now()),
+        this.#gap(stream, 'unknown_id', [...stream.filter.types].sort(), null, new Date(now).toISOString()),
+        this.#frameIds.encode(stream.projectId, position, LAST_FRAME_INDEX, now),
       );
       return this.#join(stream, this.#headKey);
     }
@@ -238,7 +248,7 @@ export class LiveHub {
       const page = await store.readAll({ ...bound, maxCount: CATCH_UP_PAGE, eventTypes: types });
       await this.#directory.prepare(page.events);
       for (const event of page.events) {
-        for (const frame of framesOf(event, this.#directory)) await stream.push(frame);
+        for (const frame of framesOf(event, this.#directory, this.#frameIds)) await stream.push(frame);
         if (stream.closed) return;
       }
       if (page.lastPosition !== undefined) {
@@ -349,7 +359,7 @@ export class LiveHub {
           }
           await this.#directory.prepare(batch.events);
           for (const event of batch.events)
-            for (const frame of framesOf(event, this.#directory)) this.#publish(frame);
+            for (const frame of framesOf(event, this.#directory, this.#frameIds)) this.#publish(frame);
           if (batch.checkpoint !== undefined) {
             this.#headPosition = batch.checkpoint;
             const key = keyAfterPosition(batch.checkpoint);

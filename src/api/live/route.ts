@@ -3,14 +3,15 @@ import { z } from 'zod';
 import { CAPABILITY_KEYS, isCapabilityKey } from '../../domain/catalogue/index.js';
 import type { Logger } from '../../infra/logger.js';
 import type { LiveStreamMetrics } from '../../infra/metrics.js';
-import { REVOKED_CLIENTS_TTL_MS, type RevokedClients } from '../auth/revoked-clients.js';
+import type { TokenRevocations } from '../auth/index.js';
+import { REVOKED_CLIENTS_TTL_MS } from '../auth/revoked-clients.js';
 import { requireScope } from '../auth/require-scope.js';
 import { HttpProblem } from '../http-errors.js';
 import { parseQuery } from '../validation.js';
 import { LIVE_TYPES, type LiveType } from './frames.js';
 import type { LiveHub } from './hub.js';
 import { StreamSlots, type StreamSlotPool } from './slots.js';
-import { LiveStream, type LiveFilter } from './stream.js';
+import { LiveStream, STREAM_HEADERS, type LiveFilter } from './stream.js';
 
 export const HEARTBEAT_SECONDS = { min: 15, max: 120, default: 30 } as const;
 const MAX_DEVICE_IDS = 500;
@@ -90,17 +91,29 @@ export interface LiveRouteOptions {
   readonly slots?: StreamSlotPool;
   readonly maxBufferedBytes: number;
   readonly stallMs: number;
-  /** The clients revoked lately: their open streams end within REVOKED_CLIENTS_TTL_MS plus this sweep. */
-  readonly revoked?: Pick<RevokedClients, 'has'>;
+  /**
+   * Revoked clients and signing keys: a stream whose token's client or key is revoked ends within the
+   * cache's staleness (5 s for clients, 10 s for keys) plus one sweep (REVOKED_CLIENTS_TTL_MS).
+   */
+  readonly revocations?: TokenRevocations;
   readonly now: () => number;
   readonly metrics?: LiveStreamMetrics;
 }
 
-/** GET /live (mounted under /v1): the SSE stream. docs/api.md, "Live stream". */
+/** GET /live (mounted under /v1): the SSE stream, and HEAD for its headers. docs/api.md, "Live stream". */
 export function liveRoutes(options: LiveRouteOptions): Router {
   const slots = options.slots ?? new StreamSlots(options.maxStreamsPerClient);
-  const revocations = options.revoked ? new RevocationSweep(options.revoked, options.logger) : undefined;
+  const revocations = options.revocations
+    ? new RevocationSweep(options.revocations, options.logger)
+    : undefined;
   const router = Router();
+  // Express would answer HEAD with the GET handler: a stream that takes a slot and never shows its headers.
+  // HEAD is checked as GET is (token, scope, query) and answers the headers of the stream GET would open,
+  // without opening one or taking a slot (so never 429: it holds nothing).
+  router.head('/live', requireScope('telemetry:live'), (req, res) => {
+    parseFilter(parseQuery(liveQuerySchema, req.query));
+    res.writeHead(200, STREAM_HEADERS).end();
+  });
   router.get('/live', requireScope('telemetry:live'), async (req, res) => {
     const query = parseQuery(liveQuerySchema, req.query);
     const filter = parseFilter(query);
@@ -124,6 +137,7 @@ export function liveRoutes(options: LiveRouteOptions): Router {
     const stream = new LiveStream(res, {
       projectId: principal.projectId,
       clientId: principal.clientId,
+      keyId: principal.keyId,
       filter,
       heartbeatMs,
       maxBufferedBytes: options.maxBufferedBytes,
@@ -150,16 +164,17 @@ export function liveRoutes(options: LiveRouteOptions): Router {
 }
 
 /**
- * A stream outlives the request that authenticated it: every REVOKED_CLIENTS_TTL_MS the open streams'
- * clients are checked against the revoked list, and a revoked client's streams end with
- * `stream_error token_revoked` (its next connection gets 401). The timer runs only while streams are open.
+ * A stream outlives the request that authenticated it: every REVOKED_CLIENTS_TTL_MS each open stream's token
+ * is checked again, its client against the revoked list and the key that signed it against the live keys,
+ * and a stream whose client or key was revoked ends with `stream_error token_revoked` (the token's next
+ * request gets 401). The timer runs only while streams are open.
  */
 class RevocationSweep {
   readonly #streams = new Set<LiveStream>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly revoked: Pick<RevokedClients, 'has'>,
+    private readonly revocations: TokenRevocations,
     private readonly logger: Logger,
   ) {}
 
@@ -180,7 +195,7 @@ class RevocationSweep {
   async #sweep(): Promise<void> {
     for (const stream of [...this.#streams]) {
       try {
-        if (await this.revoked.has(stream.clientId)) stream.end('token_revoked');
+        if (await this.revocations.revoked(stream)) stream.end('token_revoked');
       } catch (error) {
         // The list could not be read (database down): the next sweep tries again; the stream stays.
         this.logger.debug({ err: error }, 'revocation sweep failed');

@@ -26,11 +26,22 @@ export function matches(filter: LiveFilter, frame: LiveFrame): boolean {
 export type EndReason = 'shutdown' | 'too_slow' | 'token_expired' | 'token_revoked' | 'unavailable';
 
 export const RETRY_MS = 5000;
+
+/** The headers of a stream's 200 (and of the answer to HEAD, which opens none). */
+export const STREAM_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-store, no-transform',
+  Connection: 'keep-alive',
+  // Proxies such as nginx would otherwise hold frames back.
+  'X-Accel-Buffering': 'no',
+} as const;
 const END_GRACE_MS = 10_000;
 
 export interface LiveStreamOptions {
   readonly projectId: string;
   readonly clientId: string;
+  /** The kid of the key that signed the token that opened the stream: revoking the key ends the stream. */
+  readonly keyId: string;
   readonly filter: LiveFilter;
   readonly heartbeatMs: number;
   /** Bytes the socket may hold unsent before a live stream stops taking live frames and is caught up instead. */
@@ -80,6 +91,10 @@ export class LiveStream {
     return this.options.clientId;
   }
 
+  get keyId(): string {
+    return this.options.keyId;
+  }
+
   get filter(): LiveFilter {
     return this.options.filter;
   }
@@ -105,13 +120,7 @@ export class LiveStream {
   respond(): void {
     if (this.#responded || this.#closed) return;
     this.#responded = true;
-    this.res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store, no-transform',
-      Connection: 'keep-alive',
-      // Proxies such as nginx would otherwise hold frames back.
-      'X-Accel-Buffering': 'no',
-    });
+    this.res.writeHead(200, STREAM_HEADERS);
     this.res.socket?.setNoDelay(true);
     this.res.write(`retry: ${RETRY_MS}\n\n`);
     this.#heartbeat = setInterval(() => this.#write(': ping\n\n'), this.options.heartbeatMs);

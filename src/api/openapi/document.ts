@@ -164,6 +164,12 @@ const ok = (id: string, description: string, headers: Json = {}) => ({
   content: { 'application/json': { schema: ref(id) } },
 });
 
+const LIVE_BAD_QUERY = error(
+  'Bad query (`invalid_query`: unknown parameter such as projectId, a token in the query string ' +
+    '(`token_in_query_string`), a heartbeat that is not a number), or an unknown type or capability ' +
+    '(`invalid_filter`, with `invalid` and `valid`).',
+);
+
 const INVALID_QUERY = error(
   'Unknown, repeated or malformed query parameter (`invalid_query`, with `parameter`).',
 );
@@ -372,7 +378,9 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       description:
         'Bearer header only. `retry: 5000` first, then frames (`id`, `event`, `data` as one line of JSON) and ' +
         'a `: ping` comment every heartbeat. `Last-Event-ID` (or lastEventId) resumes strictly after that ' +
-        'frame. The data of each event type is the schema named in x-sse-events. docs/api.md, "Live stream".',
+        'frame. Frame ids are opaque and sealed for your project: the same frame keeps its id, ids are not ' +
+        "ordered, and another project's id is unknown_id. HEAD answers the same headers without opening " +
+        'a stream. The data of each event type is the schema named in x-sse-events. docs/api.md, "Live stream".',
       parameters: [
         ...queryParameters(liveQuerySchema),
         {
@@ -394,11 +402,22 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
           description:
             'Rate limit exceeded, or too many open streams for this client (`too_many_streams`, with `limit`).',
         },
-        400: error(
-          'Bad query (`invalid_query`: unknown parameter such as projectId, a token in the query string ' +
-            '(`token_in_query_string`), a heartbeat that is not a number), or an unknown type or capability ' +
-            '(`invalid_filter`, with `invalid` and `valid`).',
-        ),
+        400: LIVE_BAD_QUERY,
+      },
+    }),
+  ],
+  [
+    'head',
+    '/v1/live',
+    secured('telemetry:live', {
+      summary: "The live stream's headers, without a stream",
+      description:
+        'Checked as GET is (token, scope, query). Answers the headers GET begins its stream with and no ' +
+        'body; opens no stream and holds no slot, so it never answers too_many_streams.',
+      parameters: queryParameters(liveQuerySchema),
+      responses: {
+        200: { description: 'As a stream begins: `Content-Type: text/event-stream`; no body.' },
+        400: LIVE_BAD_QUERY,
       },
     }),
   ],

@@ -9,8 +9,18 @@ const VERSION = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-export function sealCursor(key: Buffer, context: string, payload: Buffer): string {
-  const iv = randomBytes(IV_BYTES);
+/**
+ * `iv`: random unless given. Only a caller that needs the same token for the same payload gives one, and
+ * it must be a synthetic IV (derived from the context and the payload under a key of its own), never a
+ * counter or a constant: GCM under one key must never see one IV with two different plaintexts.
+ */
+export function sealCursor(
+  key: Buffer,
+  context: string,
+  payload: Buffer,
+  iv: Buffer = randomBytes(IV_BYTES),
+): string {
+  if (iv.length !== IV_BYTES) throw new RangeError(`a cursor IV is ${IV_BYTES} bytes`);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(context, 'utf8'));
   const body = Buffer.concat([cipher.update(payload), cipher.final()]);
@@ -22,6 +32,8 @@ export function openCursor(key: Buffer, context: string, cursor: string): Buffer
   if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;
   const raw = Buffer.from(cursor, 'base64url');
   if (raw.length < 1 + IV_BYTES + TAG_BYTES || raw[0] !== VERSION) return undefined;
+  // Base64 ignores the spare bits of its last character: only the spelling we issue is one of ours.
+  if (raw.toString('base64url') !== cursor) return undefined;
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(1, 1 + IV_BYTES));
     decipher.setAAD(Buffer.from(context, 'utf8'));
