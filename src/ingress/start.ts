@@ -95,7 +95,7 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     // Uplinks only arrive once the broker below is running.
     onAgentOnline: (agent) => {
       // Devices first: an agent that lost its state learns the public ids before their commands.
-      resendToAgent(pool, store, broker, agent, new Date(), logger)
+      resendToAgent(pool, store, broker, agent, new Date(clock()), logger)
         .catch((error: unknown) =>
           logger.error({ err: error, agentId: agent.agentId }, 'resending downlink state failed'),
         )
@@ -105,6 +105,7 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
         );
     },
     onJoinIgnored: (reason) => metrics.pairingJoinsIgnored.inc({ reason }),
+    now: () => new Date(clock()),
     logger,
   });
 

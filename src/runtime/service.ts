@@ -33,7 +33,7 @@ export interface RunningService {
 }
 
 export interface ServiceOptions {
-  /** Milliseconds since the epoch for the ingress and the API (token times among them); tests move it. */
+  /** Milliseconds since the epoch for every role (token times and deadlines among them); tests move it. */
   readonly now?: () => number;
   /**
    * Run the projector role in a supervised child process started from this CLI script instead of in this
@@ -109,7 +109,9 @@ export async function startService(
   }
 
   if (roles.includes('scheduler')) {
-    const jobs = scheduledJobs({ config, store, pool: database.pool, logger });
+    const clock = options.now;
+    const now = clock ? () => new Date(clock()) : undefined;
+    const jobs = scheduledJobs({ config, store, pool: database.pool, logger, now });
     tasks.push(runScheduler({ locks: database.locks, jobs, logger, signal: background.signal }));
   }
 

@@ -12,6 +12,8 @@ export interface JobDependencies {
   readonly store: EventStore;
   readonly pool: Pool;
   readonly logger: Logger;
+  /** The service's clock (tests run the whole service on one moved clock); the system clock by default. */
+  readonly now?: () => Date;
 }
 
 /**

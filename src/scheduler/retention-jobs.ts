@@ -25,8 +25,10 @@ export function retentionJobs(deps: {
   pool: Pool;
   config: RetentionConfig;
   logger: Logger;
+  now?: () => Date;
 }): ScheduledJob[] {
   const { config } = deps;
+  const now = () => deps.now?.().getTime() ?? Date.now();
   const logger = deps.logger.child({ job: 'retention' });
   return [
     {
@@ -36,7 +38,7 @@ export function retentionJobs(deps: {
       async run(leadership) {
         const result = await deleteExpiredReadings(deps.store, {
           retentionDays: config.READINGS_RETENTION_DAYS,
-          now: Date.now(),
+          now: now(),
           signal: leadership,
         });
         if (result.deleted > 0) logger.info(result, 'expired reading events deleted');
@@ -54,7 +56,7 @@ export function retentionJobs(deps: {
             hourDays: config.TELEMETRY_1H_RETENTION_DAYS,
             dayDays: config.TELEMETRY_1D_RETENTION_DAYS,
           },
-          now: Date.now(),
+          now: now(),
           signal: leadership,
         });
         if (report.dropped.length > 0 || Object.values(report.deleted).some((n) => n > 0))
