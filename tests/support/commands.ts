@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { CommandEvent } from '../../src/domain/commands/events.js';
+import type { CommandEvent } from '../../src/domain/control/command-events.js';
 import { requestCommand } from '../../src/control/commands.js';
 import { setDeviceProfile, setDeviceStatus } from '../../src/control/device-admin.js';
 import { readControlState } from '../../src/control/device-stream.js';

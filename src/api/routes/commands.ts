@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { requestCommand } from '../../control/commands.js';
 import { findCapability } from '../../domain/catalogue/index.js';
-import { COMMAND_MODES, COMMAND_STATUSES } from '../../domain/commands/events.js';
+import { COMMAND_MODES, COMMAND_STATUSES } from '../../domain/control/command-events.js';
 import { TTL_SECONDS_MAX, TTL_SECONDS_MIN, type CommandRecord } from '../../domain/control/index.js';
 import { NotFound } from '../../domain/errors.js';
 import type { EventStore } from '../../eventstore/port.js';

@@ -1,5 +1,5 @@
 import { findCapability, type Capability } from '../catalogue/index.js';
-import { COMMAND_MODES, type CancelReason, type CommandEvent, type CommandMode } from '../commands/events.js';
+import { COMMAND_MODES, type CancelReason, type CommandEvent, type CommandMode } from './command-events.js';
 import type { Decider } from '../decider.js';
 import { canMove, isDeviceStatus, type DeviceStatus } from '../devices/lifecycle.js';
 import { Conflict, InvalidInput, NotFound, Refusal } from '../errors.js';

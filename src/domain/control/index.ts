@@ -40,4 +40,8 @@ export {
   type SetProfile,
 } from './decider.js';
 export { isBefore } from './time.js';
-export { CommandIdempotencyKeyClaimed, controlEvents, type ControlKeyEvent } from './events.js';
+export {
+  CommandIdempotencyKeyClaimed,
+  controlEvents,
+  type ControlKeyEvent,
+} from './idempotency-key-events.js';

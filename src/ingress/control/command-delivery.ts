@@ -6,7 +6,7 @@ import {
   decideSend,
   type CommandToApply,
   type SendDecision,
-} from '../../domain/commands/delivery.js';
+} from '../../domain/control/delivery-decisions.js';
 import { controlFolding, type ControlEvent, type DeviceControlState } from '../../domain/control/index.js';
 import { deviceStreamName } from '../../domain/devices/decider.js';
 import { decideOnStream } from '../../eventstore/handle-command.js';
