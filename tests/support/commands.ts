@@ -54,6 +54,7 @@ export function controls(
       const answer = await requestCommand(store, {
         projectId,
         clientId,
+        scopes: new Set(['commands:write', 'commands:high_risk']),
         deviceId,
         capabilityKey: request.capability,
         value: request.value,
