@@ -61,7 +61,6 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     deps.readings ??
     createReadingsIngestor({
       store,
-      pool,
       logger,
       metrics,
       batchWindowMs: config.READINGS_BATCH_WINDOW_MS,
