@@ -6,7 +6,7 @@ import type { EventStore } from '../eventstore/port.js';
 import type { Metrics } from '../infra/metrics.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { startBroker } from './broker/broker.js';
-import { readModelAgentDirectory } from './agent-directory.js';
+import { readModelAgentDirectory } from './read-model-agent-directory.js';
 import { CommandDelivery } from './control/command-delivery.js';
 import { runCommandDispatcher } from './control/command-dispatcher.js';
 import { ConnectivityRecorder } from './connectivity.js';

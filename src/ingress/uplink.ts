@@ -4,7 +4,7 @@ import { canonicalIeeeAddr, type JoinOutcome } from '../domain/pairing/index.js'
 import type { EventStore } from '../eventstore/port.js';
 import { joinCandidate } from '../pairing/candidates.js';
 import type { AgentDirectory, AgentRecord } from './broker/agent-directory.js';
-import type { UplinkConnection, UplinkHandler } from './broker/gate.js';
+import type { UplinkConnection, UplinkHandler } from './broker/agent-gate.js';
 import { RejectedMessage } from './rejected-message.js';
 import { parseUplinkPayload, type UplinkPayloads } from './broker/topics.js';
 import type { ConnectivityRecorder } from './connectivity.js';
@@ -52,7 +52,7 @@ export interface UplinkDependencies {
 
 /**
  * The broker's uplink handler and offline hook: what each uplink topic records. Everything here runs before
- * the PUBACK (see gate.ts), so it resolves only once what it records is durable.
+ * the PUBACK (see broker/agent-gate.ts), so it resolves only once what it records is durable.
  */
 export function uplinkDispatch(deps: UplinkDependencies): {
   onUplink: UplinkHandler;

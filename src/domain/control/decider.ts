@@ -5,8 +5,8 @@ import { canMove, isDeviceStatus, type DeviceStatus } from '../devices/lifecycle
 import { Conflict, InvalidInput, NotFound, Refusal } from '../errors.js';
 import type { Actor } from '../events/actor.js';
 import type { ScopeName } from '../identity/scopes.js';
-import { checkCommandScopes, checkSafetyGate } from './gate.js';
-import { isBefore } from './time.js';
+import { checkCommandScopes, checkSafetyGate } from './safety-gate.js';
+import { isBefore } from './instants.js';
 import {
   evolveControl,
   initialControlState,

@@ -1,5 +1,5 @@
 import { isPending, type CommandRecord, type DeviceControlState } from './state.js';
-import { isBefore } from './time.js';
+import { isBefore } from './instants.js';
 import type { CommandEvent, CommandStatus } from './command-events.js';
 
 /**

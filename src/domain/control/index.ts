@@ -25,7 +25,7 @@ export {
   type GateRequest,
   type GateVerdict,
   type RefusalReason,
-} from './gate.js';
+} from './safety-gate.js';
 export {
   CHALLENGE_SECONDS,
   TTL_SECONDS_MAX,
@@ -39,7 +39,7 @@ export {
   type SetLifecycle,
   type SetProfile,
 } from './decider.js';
-export { isBefore } from './time.js';
+export { isBefore } from './instants.js';
 export {
   CommandIdempotencyKeyClaimed,
   controlEvents,

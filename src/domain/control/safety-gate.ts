@@ -4,7 +4,7 @@ import { MissingScope } from '../errors.js';
 import type { ScopeName } from '../identity/scopes.js';
 import type { ChallengeRecord, DeviceControlState } from './state.js';
 import { hasGrant } from './state.js';
-import { isBefore } from './time.js';
+import { isBefore } from './instants.js';
 
 /**
  * The safety gate's refusal reasons: a closed list, served in `reasons[]` of a 403 (docs/commands.md).
