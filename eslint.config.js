@@ -33,6 +33,11 @@ const domainPurity = {
   },
 };
 
+const WRITE_SIDE_READS_NO_READ_MODEL = {
+  group: ['**/projections/**'],
+  message: 'The write side decides from its own streams, never from a read model.',
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.data/**', 'scratch/**', 'dist/**', 'tests/fixtures/lint/**'] },
   js.configs.recommended,
@@ -49,6 +54,36 @@ export default tseslint.config(
     rules: {
       'local/domain-purity': 'error',
       'no-restricted-globals': ['error', { name: 'Date', message: 'Time comes in as an argument.' }],
+    },
+  },
+  {
+    // The write side decides from its own streams, never from a read model (docs/commands.md). Routing
+    // lookups (which agent a message goes to) stay in src/ingress/control and src/ingress/downlink.ts.
+    files: [
+      'src/control/**/*.ts',
+      'src/registry/**/*.ts',
+      'src/pairing/**/*.ts',
+      'src/agents/**/*.ts',
+      'src/identity/**/*.ts',
+      'src/ingress/uplink.ts',
+    ],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [WRITE_SIDE_READS_NO_READ_MODEL] }],
+    },
+  },
+  {
+    // Readings go one way, broker -> uplink -> ingest: the uplink parses and hands the message on.
+    files: ['src/ingress/readings/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            WRITE_SIDE_READS_NO_READ_MODEL,
+            { group: ['**/broker/**', '**/uplink.js'], message: 'Readings arrive parsed from the uplink.' },
+          ],
+        },
+      ],
     },
   },
   {

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { Conflict, DomainError, InvalidInput, NotFound, Refusal } from '../domain/errors.js';
+import { Conflict, DomainError, InvalidInput, MissingScope, NotFound, Refusal } from '../domain/errors.js';
 import { EventStoreUnavailableError, StreamContendedError } from '../eventstore/port.js';
 import { isBusyError, isConnectionError, isDataError } from '../infra/postgres/errors.js';
 
@@ -77,6 +77,7 @@ function unavailable(): HttpAnswer {
 }
 
 function domainToHttp(error: DomainError): HttpAnswer {
+  if (error instanceof MissingScope) return toHttp(missingScope());
   if (error instanceof Refusal)
     return {
       status: 403,

@@ -1,4 +1,4 @@
-import { commandEvents, type CommandEvent, type CommandStatus } from '../domain/commands/events.js';
+import { commandEvents, type CommandEvent, type CommandStatus } from '../domain/control/command-events.js';
 import { evolveControl, initialControlState, type DeviceControlState } from '../domain/control/index.js';
 import type { EventStore } from '../eventstore/port.js';
 import {

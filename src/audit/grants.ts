@@ -7,7 +7,7 @@ import {
 } from '../domain/control/index.js';
 import { deviceEvents } from '../domain/devices/events.js';
 import type { Actor } from '../domain/events/actor.js';
-import { grantEvents } from '../domain/grants/events.js';
+import { grantEvents } from '../domain/control/grant-events.js';
 import type { EventStore, RecordedEvent } from '../eventstore/port.js';
 import {
   describeActor,

@@ -8,7 +8,7 @@ import {
   type ControlKeyEvent,
   type RequestCommand,
 } from '../domain/control/index.js';
-import { Conflict, DomainError, Refusal } from '../domain/errors.js';
+import { Conflict, DomainError, MissingScope, Refusal } from '../domain/errors.js';
 import { WrongExpectedRevisionError, type EventStore, type StreamAppend } from '../eventstore/port.js';
 import { newChallengeId, newCommandId } from '../registry/ids.js';
 import { decideOnDevice, readControlState, type Metadata } from './device-stream.js';
@@ -18,6 +18,7 @@ export type CommandRequest = Pick<
   RequestCommand,
   | 'projectId'
   | 'clientId'
+  | 'scopes'
   | 'deviceId'
   | 'value'
   | 'mode'
@@ -46,8 +47,8 @@ export interface CommandAnswer {
  * before (409, or the replay), whatever this device would have said. An acceptance needs no read: its
  * append fails on an existing claim, and the claim is read then.
  *
- * Throws Refusal (403 with reasons; for a first S3 request with a `challenge`), InvalidInput (422) or
- * Conflict (409 idempotency_key_reused).
+ * Throws MissingScope (403 without reasons: S3 without commands:high_risk), Refusal (403 with reasons; for a
+ * first S3 request with a `challenge`), InvalidInput (422) or Conflict (409 idempotency_key_reused).
  */
 export async function requestCommand(
   store: EventStore,
@@ -62,9 +63,10 @@ export async function requestCommand(
   try {
     return await decideCommand(store, request, requestHash, keyStream, metadata);
   } catch (error) {
+    // A missing scope answers before the idempotency key is looked at (docs/commands.md, Order of answers).
     const claimMayAnswer =
       error instanceof ClaimToBeRead ||
-      error instanceof DomainError ||
+      (error instanceof DomainError && !(error instanceof MissingScope)) ||
       (error instanceof WrongExpectedRevisionError && error.streamName === keyStream);
     if (keyStream && claimMayAnswer) {
       const earlier = await answerFromClaim(store, keyStream, requestHash);
@@ -97,6 +99,7 @@ async function decideCommand(
       projectId: request.projectId,
       deviceId: request.deviceId,
       clientId: request.clientId,
+      scopes: request.scopes,
       by: { kind: 'client', clientId: request.clientId },
       at,
       capability: request.capabilityKey,

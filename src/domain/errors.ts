@@ -6,6 +6,17 @@ export abstract class DomainError extends Error {
   abstract readonly kind: string;
 }
 
+/**
+ * The caller's token lacks a scope the request needs, found only once the request is read (an S3 command
+ * needs commands:high_risk). Answered like a missing route scope: 403 without reasons.
+ */
+export class MissingScope extends DomainError {
+  readonly kind = 'missing_scope';
+  constructor(readonly scope: string) {
+    super(`missing scope: ${scope}`);
+  }
+}
+
 /** A policy refusal (e.g. the safety gate): every reason is a machine-readable code. */
 export class Refusal extends DomainError {
   readonly kind = 'refusal';

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { CommandEvent } from '../domain/commands/events.js';
+import type { CommandEvent } from '../domain/control/command-events.js';
 import { REFUSAL_REASONS, type DeviceControlState } from '../domain/control/index.js';
 import { Refusal } from '../domain/errors.js';
 

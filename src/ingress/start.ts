@@ -6,9 +6,9 @@ import type { EventStore } from '../eventstore/port.js';
 import type { Metrics } from '../infra/metrics.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { startBroker } from './broker/broker.js';
-import { readModelAgentDirectory } from './agent-directory.js';
-import { CommandDelivery } from './commands/delivery.js';
-import { runCommandDispatcher } from './commands/dispatcher.js';
+import { readModelAgentDirectory } from './read-model-agent-directory.js';
+import { CommandDelivery } from './control/command-delivery.js';
+import { runCommandDispatcher } from './control/command-dispatcher.js';
 import { ConnectivityRecorder } from './connectivity.js';
 import { resendToAgent, runEdgeDispatcher } from './downlink.js';
 import { loadOrCreateAuthority } from './pki/authority.js';
@@ -61,7 +61,6 @@ export async function startIngress(deps: IngressDependencies): Promise<RunningIn
     deps.readings ??
     createReadingsIngestor({
       store,
-      pool,
       logger,
       metrics,
       batchWindowMs: config.READINGS_BATCH_WINDOW_MS,

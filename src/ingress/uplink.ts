@@ -4,8 +4,8 @@ import { canonicalIeeeAddr, type JoinOutcome } from '../domain/pairing/index.js'
 import type { EventStore } from '../eventstore/port.js';
 import { joinCandidate } from '../pairing/candidates.js';
 import type { AgentDirectory, AgentRecord } from './broker/agent-directory.js';
-import type { UplinkConnection, UplinkHandler } from './broker/gate.js';
-import { RejectedMessage } from './broker/rejected-message.js';
+import type { UplinkConnection, UplinkHandler } from './broker/agent-gate.js';
+import { RejectedMessage } from './rejected-message.js';
 import { parseUplinkPayload, type UplinkPayloads } from './broker/topics.js';
 import type { ConnectivityRecorder } from './connectivity.js';
 
@@ -21,10 +21,19 @@ export interface CommandUplinkPort {
   agentOffline(agentId: string): void;
 }
 
-/** Where readings go: resolves once they are durable; throws RejectedMessage for a payload never to be stored. */
+/**
+ * Where readings go, parsed here once: resolves once they are durable; throws RejectedMessage for readings
+ * never to be stored. `payload` is the message's bytes as published (a message without seq is named by them).
+ */
 export interface ReadingsPort {
   /** `connection` aborted: the message can no longer be acknowledged, and need not be stored. */
-  ingest(agent: AgentRecord, deviceId: string, payload: Buffer, connection?: AbortSignal): Promise<void>;
+  ingest(
+    agent: AgentRecord,
+    deviceId: string,
+    message: UplinkPayloads['readings'],
+    payload: Buffer,
+    connection?: AbortSignal,
+  ): Promise<void>;
 }
 
 export interface UplinkDependencies {
@@ -43,7 +52,7 @@ export interface UplinkDependencies {
 
 /**
  * The broker's uplink handler and offline hook: what each uplink topic records. Everything here runs before
- * the PUBACK (see gate.ts), so it resolves only once what it records is durable.
+ * the PUBACK (see broker/agent-gate.ts), so it resolves only once what it records is durable.
  */
 export function uplinkDispatch(deps: UplinkDependencies): {
   onUplink: UplinkHandler;
@@ -78,7 +87,13 @@ export function uplinkDispatch(deps: UplinkDependencies): {
   const onUplink: UplinkHandler = async (agent, topic, payload, connection) => {
     switch (topic.kind) {
       case 'readings':
-        return deps.readings.ingest(agent, topic.deviceId, payload, connection.ended);
+        return deps.readings.ingest(
+          agent,
+          topic.deviceId,
+          parseUplinkPayload(topic, payload).payload,
+          payload,
+          connection.ended,
+        );
       case 'deviceStatus': {
         const status = parseUplinkPayload(topic, payload).payload;
         await deps.connectivity.record(

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { decideExpiry } from '../domain/commands/delivery.js';
+import { decideExpiry } from '../domain/control/delivery-decisions.js';
 import { controlFolding, type ControlEvent } from '../domain/control/index.js';
 import { deviceStreamName } from '../domain/devices/decider.js';
 import { decideOnStream } from '../eventstore/handle-command.js';

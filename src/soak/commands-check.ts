@@ -1,5 +1,5 @@
 import { readControlState } from '../control/device-stream.js';
-import type { CommandStatus } from '../domain/commands/events.js';
+import type { CommandStatus } from '../domain/control/command-events.js';
 import { deviceStreamName } from '../domain/devices/index.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { CommandLedger } from './command-driver.js';

@@ -425,6 +425,20 @@ describe('control plane API: grants and commands', function () {
         expect(answer.body).to.deep.equal({ error: 'forbidden' });
       }
     });
+
+    it('without commands:high_risk: 403 without reasons before the idempotency key, even one already accepted', async () => {
+      const [deviceId, otherDevice] = [await armed(), await armed()];
+      const challenge = challengeOf(await post(deviceId, contactorOn));
+      const answered = { ...contactorOn, challengeId: challenge.challengeId };
+      expect((await post(deviceId, answered, { key: 's3-kept' })).status).to.equal(201);
+      const lowRisk = await tenant.token(['commands:write']);
+      // The key is claimed: on its device it would replay the acceptance, on another one answer 409.
+      for (const target of [deviceId, otherDevice]) {
+        const answer = await post(target, answered, { key: 's3-kept', bearer: lowRisk });
+        expect(answer.status).to.equal(403);
+        expect(answer.body).to.deep.equal({ error: 'forbidden' });
+      }
+    });
   });
 
   describe('reading commands', () => {

@@ -8,7 +8,7 @@ import {
   openApiDocument,
   renderOpenApi,
 } from '../../src/api/openapi/document.js';
-import { healthSchema, tokenResponseSchema } from '../../src/api/openapi/described-elsewhere.js';
+import { healthSchema, tokenResponseSchema } from '../../src/api/openapi/token-and-health-schemas.js';
 import { bindingCreatedSchema, bindingListSchema } from '../../src/api/routes/bindings.js';
 import { catalogueSchema } from '../../src/api/routes/catalogue.js';
 import { deviceListSchema, deviceSchema } from '../../src/api/routes/devices.js';

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { decideAck, decideExpiry, decideSend } from '../../src/domain/commands/delivery.js';
+import { decideAck, decideExpiry, decideSend } from '../../src/domain/control/delivery-decisions.js';
 import { controlFolding, type ControlEvent } from '../../src/domain/control/index.js';
 import { deviceStreamName } from '../../src/domain/devices/decider.js';
 import { isDisplaySafeText } from '../../src/domain/text.js';

@@ -48,6 +48,7 @@ describe('devcloud device profile / status', function () {
     const pending = await requestCommand(api.store, {
       projectId,
       clientId: 'cli_1',
+      scopes: new Set(['commands:write']),
       deviceId,
       capabilityKey: 'actuator.relay',
       value: true,

@@ -66,6 +66,7 @@ describe('control plane races (real PostgreSQL)', function () {
   const command = (deviceId: string, overrides: Partial<CommandRequest> = {}): CommandRequest => ({
     projectId: PROJECT,
     clientId: 'cli_1',
+    scopes: new Set(['commands:write']),
     deviceId,
     capabilityKey: RELAY,
     value: true,

@@ -1,6 +1,15 @@
 import { expect } from 'chai';
-import { decideAck, decideExpiry, decideRedelivery, decideSend } from '../../src/domain/commands/delivery.js';
-import { CommandAckIgnored, CommandFailed, CommandSucceeded } from '../../src/domain/commands/events.js';
+import {
+  decideAck,
+  decideExpiry,
+  decideRedelivery,
+  decideSend,
+} from '../../src/domain/control/delivery-decisions.js';
+import {
+  CommandAckIgnored,
+  CommandFailed,
+  CommandSucceeded,
+} from '../../src/domain/control/command-events.js';
 import { loadControlState, type ControlEvent } from '../../src/domain/control/index.js';
 import { client, history } from '../support/control-history.js';
 

@@ -6,7 +6,7 @@ import {
   type RequestCommand,
   type SetGrant,
 } from '../../src/domain/control/index.js';
-import { Conflict, InvalidInput, NotFound, Refusal } from '../../src/domain/errors.js';
+import { Conflict, InvalidInput, MissingScope, NotFound, Refusal } from '../../src/domain/errors.js';
 import { client, history, operator } from '../support/control-history.js';
 import { given } from '../support/decider-spec.js';
 
@@ -17,6 +17,7 @@ const request = (overrides: Partial<RequestCommand> = {}): RequestCommand => ({
   projectId: 'prj_1',
   deviceId: 'dev_1',
   clientId: 'cli_1',
+  scopes: new Set(['commands:write', 'commands:high_risk']),
   by: client,
   at: AT,
   capability: 'actuator.relay',
@@ -515,6 +516,52 @@ describe('control decider', () => {
         given(controlDecider, [...armed, history.challengeWithoutModeAndTtl('chl_1')])
           .when(answer())
           .thenFails(Refusal, refusedWith(['challenge_mismatch']));
+      });
+    });
+
+    describe('the commands:high_risk scope, checked before the gate', () => {
+      const lowRisk = new Set(['commands:write'] as const);
+      const answeredWithout = (e: MissingScope) => expect(e.scope).to.equal('commands:high_risk');
+
+      it('an S3 command without it fails on the scope, not with reasons, at every step', () => {
+        given(controlDecider, armed)
+          .when(s3({ scopes: lowRisk }))
+          .thenFails(MissingScope, answeredWithout);
+        given(controlDecider, [...armed, issued])
+          .when(s3({ scopes: lowRisk, challengeId: 'chl_1' }))
+          .thenFails(MissingScope, answeredWithout);
+      });
+
+      it('fails on the scope for a missing device and for one that would refuse everything', () => {
+        given(controlDecider, [])
+          .when(s3({ scopes: lowRisk }))
+          .thenFails(MissingScope, answeredWithout);
+        given(controlDecider, [history.registered(), history.lifecycle('suspended')])
+          .when(s3({ scopes: lowRisk, confirm: false }))
+          .thenFails(MissingScope, answeredWithout);
+      });
+
+      it('fails on the scope before the idempotency key: no replay of an earlier acceptance', () => {
+        const past = [
+          ...armed,
+          issued,
+          accepted({ capability: 'actuator.contactor', idempotencyKey: 'k-s3' }),
+        ];
+        given(controlDecider, past)
+          .when(s3({ challengeId: 'chl_1' }))
+          .then([]);
+        given(controlDecider, past)
+          .when(s3({ scopes: lowRisk, challengeId: 'chl_1' }))
+          .thenFails(MissingScope, answeredWithout);
+      });
+
+      it('S1 and S2 commands do not need it', () => {
+        given(controlDecider, armed)
+          .when(request({ scopes: lowRisk }))
+          .then([accepted()]);
+        given(controlDecider, armed)
+          .when(request({ capability: 'binary.switch', scopes: lowRisk }))
+          .then([accepted({ capability: 'binary.switch' })]);
       });
     });
 

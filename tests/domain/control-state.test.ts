@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { CommandChallengeIssued } from '../../src/domain/commands/events.js';
+import { CommandChallengeIssued } from '../../src/domain/control/command-events.js';
 import {
   hasGrant,
   loadControlState,

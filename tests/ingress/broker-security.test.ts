@@ -3,7 +3,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import type { MqttClient } from 'mqtt';
-import { RejectedMessage } from '../../src/ingress/broker/rejected-message.js';
+import { RejectedMessage } from '../../src/ingress/rejected-message.js';
 import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
 import {
   MAX_PACKET_BYTES,

@@ -14,9 +14,9 @@ import { deviceStreamName } from '../../src/domain/devices/decider.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import type { AgentRecord } from '../../src/ingress/broker/agent-directory.js';
-import { RejectedMessage } from '../../src/ingress/broker/rejected-message.js';
-import { CommandDelivery } from '../../src/ingress/commands/delivery.js';
-import { decideSend } from '../../src/domain/commands/delivery.js';
+import { RejectedMessage } from '../../src/ingress/rejected-message.js';
+import { CommandDelivery } from '../../src/ingress/control/command-delivery.js';
+import { decideSend } from '../../src/domain/control/delivery-decisions.js';
 import {
   controlFolding,
   type ControlEvent,

@@ -3,12 +3,11 @@ import sinon from 'sinon';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics, type Metrics } from '../../src/infra/metrics.js';
-import { RejectedMessage } from '../../src/ingress/broker/rejected-message.js';
+import { RejectedMessage } from '../../src/ingress/rejected-message.js';
+import { parseUplinkPayload } from '../../src/ingress/broker/topics.js';
 import { readingsEventId } from '../../src/ingress/readings/event-id.js';
 import { createReadingsIngestor, type ReadingsIngestor } from '../../src/ingress/readings/ingestor.js';
 import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
-import { catchUpProjector } from '../../src/projections/catch-up.js';
-import { devicesProjector } from '../../src/projections/devices/projector.js';
 import { registerDevice } from '../../src/registry/devices.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
@@ -40,6 +39,12 @@ describe('readings ingest', () => {
     return deviceId;
   }
 
+  /** What the uplink does with a readings message: parse it once, then hand it to the ingestor. */
+  async function ingest(agent: typeof AGENT, deviceId: string, bytes: Buffer): Promise<void> {
+    const topic = { kind: 'readings', agentId: agent.agentId, deviceId } as const;
+    await ingestor.ingest(agent, deviceId, parseUplinkPayload(topic, bytes).payload, bytes);
+  }
+
   async function storedReadings() {
     const { events } = await store.readAll({ maxCount: 10_000, eventTypes: ['ReadingsRecorded'] });
     return events;
@@ -50,7 +55,6 @@ describe('readings ingest', () => {
     metrics = createMetrics();
     ingestor = createReadingsIngestor({
       store,
-      pool: db.pool,
       logger: createLogger('silent'),
       metrics,
       now: () => NOW,
@@ -58,7 +62,6 @@ describe('readings ingest', () => {
       maxBatchMessages: 500,
     });
     device = await addDevice(['environment.temperature', 'energy.produced_today', 'water.leak']);
-    await catchUpProjector(db.pool, store, devicesProjector());
   });
   afterEach(async () => {
     sinon.restore();
@@ -67,7 +70,7 @@ describe('readings ingest', () => {
   });
 
   it('stores a message as one ReadingsRecorded event with server time, site and normalised device times', async () => {
-    await ingestor.ingest(
+    await ingest(
       AGENT,
       device,
       payload({
@@ -119,7 +122,7 @@ describe('readings ingest', () => {
           seq,
           readings: [{ capability: 'environment.temperature', value: 20 + (seq % 10) }],
         });
-        await ingestor.ingest(AGENT, device, bytes);
+        await ingest(AGENT, device, bytes);
         const id = readingsEventId({ agentId: AGENT.agentId, deviceId: device, seq, payload: bytes });
         if (!committed.has(id)) answeredBeforeCommit.push(seq);
       }),
@@ -133,20 +136,17 @@ describe('readings ingest', () => {
   it('stores a redelivered message once: by seq, or by its exact bytes when it has no seq', async () => {
     const withSeq = payload({ seq: 1, readings: [{ capability: 'environment.temperature', value: 20 }] });
     const withoutSeq = payload({ readings: [{ capability: 'environment.temperature', value: 21 }] });
-    await ingestor.ingest(AGENT, device, withSeq);
-    await ingestor.ingest(AGENT, device, withSeq);
+    await ingest(AGENT, device, withSeq);
+    await ingest(AGENT, device, withSeq);
     // The same seq re-serialised (the agent rebuilt it from its own queue): still the same message.
-    await ingestor.ingest(
+    await ingest(
       AGENT,
       device,
       payload({ readings: [{ value: 20, capability: 'environment.temperature' }], seq: 1 }),
     );
     // A redelivery racing its original lands in the same batch.
-    await Promise.all([
-      ingestor.ingest(AGENT, device, withoutSeq),
-      ingestor.ingest(AGENT, device, withoutSeq),
-    ]);
-    await ingestor.ingest(AGENT, device, withoutSeq);
+    await Promise.all([ingest(AGENT, device, withoutSeq), ingest(AGENT, device, withoutSeq)]);
+    await ingest(AGENT, device, withoutSeq);
     expect((await storedReadings()).map((e) => (e.data as { seq?: number }).seq)).to.deep.equal([
       1,
       undefined,
@@ -163,16 +163,16 @@ describe('readings ingest', () => {
       ['invalid_readings', payload({ readings: [{ capability: 'water.leak', value: 1 }] })],
     ];
     for (const [reason, bytes] of refusals) {
-      const error = await ingestor.ingest(AGENT, device, bytes).catch((e: unknown) => e);
+      const error = await ingest(AGENT, device, bytes).catch((e: unknown) => e);
       expect(error, reason).to.be.instanceOf(RejectedMessage);
       expect((error as RejectedMessage).reason).to.equal(reason);
     }
-    const stranger = await ingestor
-      .ingest({ ...AGENT, projectId: 'prj_other' }, device, refusals[2]![1])
-      .catch((e: unknown) => e);
+    const stranger = await ingest({ ...AGENT, projectId: 'prj_other' }, device, refusals[2]![1]).catch(
+      (e: unknown) => e,
+    );
     expect((stranger as RejectedMessage).reason).to.equal('unknown_device');
 
-    await ingestor.ingest(
+    await ingest(
       AGENT,
       device,
       payload({
@@ -196,11 +196,7 @@ describe('readings ingest', () => {
 
   it('accepts readings of a device adopted a moment ago, before the devices read model has it', async () => {
     const fresh = await addDevice(['environment.humidity']);
-    await ingestor.ingest(
-      AGENT,
-      fresh,
-      payload({ readings: [{ capability: 'environment.humidity', value: 55 }] }),
-    );
+    await ingest(AGENT, fresh, payload({ readings: [{ capability: 'environment.humidity', value: 55 }] }));
     expect((await storedReadings()).map((e) => e.streamName)).to.deep.equal([`readings-${fresh}`]);
   });
 
@@ -208,7 +204,7 @@ describe('readings ingest', () => {
     sinon.stub(store, 'appendBatch').rejects(new Error('could not write to the event store'));
     const outcomes = await Promise.allSettled(
       Array.from({ length: 20 }, (_, seq) =>
-        ingestor.ingest(
+        ingest(
           AGENT,
           device,
           payload({ seq, readings: [{ capability: 'environment.temperature', value: 20 }] }),
@@ -227,7 +223,7 @@ describe('readings ingest', () => {
 
   it('retention deletes reading events recorded before the horizon and records it; control-plane events stay', async () => {
     for (let seq = 0; seq < 5; seq++) {
-      await ingestor.ingest(
+      await ingest(
         AGENT,
         device,
         payload({ seq, readings: [{ capability: 'environment.temperature', value: 20 }] }),

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { RejectedMessage } from '../../src/ingress/broker/rejected-message.js';
+import { RejectedMessage } from '../../src/ingress/rejected-message.js';
 import {
   downlinkSubscription,
   downlinkTopic,

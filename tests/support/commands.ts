@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import type { CommandEvent } from '../../src/domain/commands/events.js';
+import type { CommandEvent } from '../../src/domain/control/command-events.js';
 import { requestCommand } from '../../src/control/commands.js';
 import { setDeviceProfile, setDeviceStatus } from '../../src/control/device-admin.js';
 import { readControlState } from '../../src/control/device-stream.js';
@@ -54,6 +54,7 @@ export function controls(
       const answer = await requestCommand(store, {
         projectId,
         clientId,
+        scopes: new Set(['commands:write', 'commands:high_risk']),
         deviceId,
         capabilityKey: request.capability,
         value: request.value,

@@ -1,5 +1,5 @@
 import { findCapability } from '../../domain/catalogue/index.js';
-import type { CommandEvent } from '../../domain/commands/events.js';
+import type { CommandEvent } from '../../domain/control/command-events.js';
 import type { ConnectivityEvent } from '../../domain/connectivity/events.js';
 import type { DeviceEvent } from '../../domain/devices/events.js';
 import { PAIRING_UPDATE_TYPES, pairingUpdateOf, type PairingEvent } from '../../domain/pairing/events.js';

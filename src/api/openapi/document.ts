@@ -39,7 +39,7 @@ import {
   oauthErrorSchema,
   tokenRequestSchema,
   tokenResponseSchema,
-} from './described-elsewhere.js';
+} from './token-and-health-schemas.js';
 
 type Json = Record<string, unknown>;
 

@@ -1,8 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { requestCommand } from '../../control/commands.js';
-import { findCapability } from '../../domain/catalogue/index.js';
-import { COMMAND_MODES, COMMAND_STATUSES } from '../../domain/commands/events.js';
+import { COMMAND_MODES, COMMAND_STATUSES } from '../../domain/control/command-events.js';
 import { TTL_SECONDS_MAX, TTL_SECONDS_MIN, type CommandRecord } from '../../domain/control/index.js';
 import { NotFound } from '../../domain/errors.js';
 import type { EventStore } from '../../eventstore/port.js';
@@ -11,7 +10,6 @@ import type { Pool } from '../../infra/postgres/pool.js';
 import { findCommand, listCommands, type CommandRow } from '../../projections/commands/queries.js';
 import { findDevice } from '../../projections/devices/queries.js';
 import { requireScope } from '../auth/require-scope.js';
-import { missingScope } from '../http-errors.js';
 import { idempotencyKey, idempotencyKeySchema } from '../idempotency-key.js';
 import { commandCursors } from '../pagination/command-cursor.js';
 import { noQuerySchema, parseBody, parseQuery, queryProblem } from '../validation.js';
@@ -165,16 +163,14 @@ export function commandRoutes(deps: {
     parseQuery(noQuerySchema, req.query);
     const principal = req.principal!;
     const { idempotencyKey: bodyKey, capabilityKey, ...body } = parseBody(commandRequestSchema, req.body);
-    // The spec: without commands:high_risk an S3 call fails on the scope check, before the gate.
-    if (findCapability(capabilityKey)?.safetyClass === 'S3' && !principal.scopes.has('commands:high_risk')) {
-      throw missingScope();
-    }
     const key = idempotencyKey(req.get('idempotency-key'), bodyKey);
     const decided = requestCommand(
       deps.store,
       {
         projectId: principal.projectId,
         clientId: principal.clientId,
+        // An S3 capability needs commands:high_risk too: the command decider checks it first.
+        scopes: principal.scopes,
         deviceId: String(req.params.publicId),
         capabilityKey,
         ...body,

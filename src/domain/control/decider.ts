@@ -1,11 +1,12 @@
 import { findCapability, type Capability } from '../catalogue/index.js';
-import { COMMAND_MODES, type CancelReason, type CommandEvent, type CommandMode } from '../commands/events.js';
+import { COMMAND_MODES, type CancelReason, type CommandEvent, type CommandMode } from './command-events.js';
 import type { Decider } from '../decider.js';
 import { canMove, isDeviceStatus, type DeviceStatus } from '../devices/lifecycle.js';
 import { Conflict, InvalidInput, NotFound, Refusal } from '../errors.js';
 import type { Actor } from '../events/actor.js';
-import { checkSafetyGate } from './gate.js';
-import { isBefore } from './time.js';
+import type { ScopeName } from '../identity/scopes.js';
+import { checkCommandScopes, checkSafetyGate } from './safety-gate.js';
+import { isBefore } from './instants.js';
 import {
   evolveControl,
   initialControlState,
@@ -54,6 +55,8 @@ export interface RequestCommand extends Caller {
   readonly type: 'RequestCommand';
   readonly deviceId: string;
   readonly clientId: string;
+  /** The scopes the caller's token carries (with those they imply). */
+  readonly scopes: ReadonlySet<ScopeName>;
   readonly capability: string;
   readonly value: unknown;
   readonly mode: string;
@@ -79,7 +82,8 @@ export type ControlCommand = SetGrant | SetProfile | SetLifecycle | RequestComma
  *   draft profile but, like every class, needs a grant. A revoke cancels the pair's pending commands.
  * - SetProfile / SetLifecycle: a downgrade revokes the S2/S3 grants and cancels their pending commands; a
  *   move away from active cancels every pending command. Same decision, same append.
- * - RequestCommand: idempotency first, then the gate. A refusal throws Refusal (403) or InvalidInput (422);
+ * - RequestCommand: the caller's scopes first (MissingScope, 403 without reasons), then idempotency, then
+ *   the gate. A refusal throws Refusal (403) or InvalidInput (422);
  *   a first S3 request that passes everything else records CommandChallengeIssued (the caller answers 403
  *   challenge_required with it); an acceptance records CommandAccepted and supersedes the pending desired
  *   commands of the capability. An identical repeat of an accepted request records nothing.
@@ -229,6 +233,7 @@ function cancel(
 }
 
 function requestCommand(command: RequestCommand, state: DeviceControlState): ControlEvent[] {
+  checkCommandScopes(command.capability, command.scopes);
   const previous = previousAcceptance(state, command);
   if (previous) {
     if (previous.requestHash !== command.requestHash) throw new Conflict('idempotency_key_reused');

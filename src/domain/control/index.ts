@@ -25,7 +25,7 @@ export {
   type GateRequest,
   type GateVerdict,
   type RefusalReason,
-} from './gate.js';
+} from './safety-gate.js';
 export {
   CHALLENGE_SECONDS,
   TTL_SECONDS_MAX,
@@ -39,5 +39,9 @@ export {
   type SetLifecycle,
   type SetProfile,
 } from './decider.js';
-export { isBefore } from './time.js';
-export { CommandIdempotencyKeyClaimed, controlEvents, type ControlKeyEvent } from './events.js';
+export { isBefore } from './instants.js';
+export {
+  CommandIdempotencyKeyClaimed,
+  controlEvents,
+  type ControlKeyEvent,
+} from './idempotency-key-events.js';

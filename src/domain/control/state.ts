@@ -1,10 +1,10 @@
 import type { CapabilityValue } from '../catalogue/index.js';
-import type { CancelReason, CommandEvent, CommandMode, CommandStatus } from '../commands/events.js';
-import { FINAL_COMMAND_STATUSES } from '../commands/events.js';
+import type { CancelReason, CommandEvent, CommandMode, CommandStatus } from './command-events.js';
+import { FINAL_COMMAND_STATUSES } from './command-events.js';
 import type { DeviceEvent } from '../devices/events.js';
 import type { DeviceProfile, DeviceStatus } from '../devices/lifecycle.js';
 import type { Actor } from '../events/actor.js';
-import type { GrantEvent } from '../grants/events.js';
+import type { GrantEvent } from './grant-events.js';
 
 /**
  * The control state of one device: everything a decision on its stream (`device-<publicId>`) needs, folded

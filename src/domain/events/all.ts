@@ -1,10 +1,10 @@
 import { agentEvents } from '../agents/events.js';
 import { bindingEvents } from '../bindings/events.js';
-import { commandEvents } from '../commands/events.js';
+import { commandEvents } from '../control/command-events.js';
 import { connectivityEvents } from '../connectivity/events.js';
-import { controlEvents } from '../control/events.js';
+import { controlEvents } from '../control/idempotency-key-events.js';
 import { deviceEvents } from '../devices/events.js';
-import { grantEvents } from '../grants/events.js';
+import { grantEvents } from '../control/grant-events.js';
 import { identityEvents } from '../identity/events.js';
 import { pairingEvents } from '../pairing/events.js';
 import { readingsEvents } from '../readings/events.js';

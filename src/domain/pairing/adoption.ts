@@ -1,6 +1,6 @@
 import { findCapability } from '../catalogue/index.js';
 import { deviceDecider, type DeviceEvent } from '../devices/index.js';
-import type { GrantEvent } from '../grants/events.js';
+import type { GrantEvent } from '../control/grant-events.js';
 import { pairingDecider, type AdoptCandidate, type PairingState } from './decider.js';
 import type { PairingEvent } from './events.js';
 

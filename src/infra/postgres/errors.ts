@@ -1,6 +1,6 @@
 /**
  * What a PostgreSQL failure means for the caller, from its SQLSTATE (or the node-postgres / socket error).
- * The API maps these in src/api/http-errors.ts; the broker in src/ingress/broker/gate.ts.
+ * The API maps these in src/api/http-errors.ts; the broker in src/ingress/broker/agent-gate.ts.
  */
 function codeOf(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;

@@ -7,7 +7,7 @@ import { agentIdFromCertificate, isAgentId } from '../pki/agent-identity.js';
 import type { AgentDirectory } from './agent-directory.js';
 import { withDeadline } from '../../infra/redis/connect.js';
 import { openClusterBackplane, type BrokerCluster, type ClusterBackplane } from './cluster-backplane.js';
-import { AgentGate, type UplinkHandler } from './gate.js';
+import { AgentGate, type UplinkHandler } from './agent-gate.js';
 import { guardPacketSize } from './packet-size-guard.js';
 import { Rejections, type RejectionReason } from './rejections.js';
 import { AgentSessions } from './sessions.js';

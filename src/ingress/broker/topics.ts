@@ -7,7 +7,7 @@ import {
   withoutTrailingNul,
 } from '../../domain/text.js';
 import { isAgentId } from '../pki/agent-identity.js';
-import { RejectedMessage } from './rejected-message.js';
+import { RejectedMessage } from '../rejected-message.js';
 
 /**
  * The MQTT wire contract, version 1 (docs/mqtt.md). Everything an agent may publish or receive lives

@@ -1,7 +1,5 @@
 import { DeviceRegistered, deviceStreamName } from '../../domain/devices/index.js';
 import type { EventStore } from '../../eventstore/port.js';
-import type { Pool } from '../../infra/postgres/pool.js';
-import { findDevice } from '../../projections/devices/queries.js';
 
 /** What ingest needs to know of a device. */
 export interface ReadingDevice {
@@ -12,13 +10,12 @@ export interface ReadingDevice {
 }
 
 /**
- * Devices by public id for ingest, from the devices read model behind a small cache. A miss falls back to
- * the device's own stream: a device adopted a moment ago is already there even when the read model lags,
- * so its first readings are not refused. Only found devices are cached (site and capabilities are fixed at
- * registration; the TTL bounds how long a change would take to show).
+ * Devices by public id for ingest, from the first event of each device's own stream behind a small cache.
+ * Recording readings is a write, so it reads no read model: DeviceRegistered holds all it needs (project,
+ * site and capabilities are fixed at registration), and a device adopted a moment ago is there at once.
+ * Only found devices are cached (the TTL bounds how long a device stays remembered).
  */
 export class DeviceDirectory {
-  readonly #pool: Pool;
   readonly #store: EventStore;
   readonly #ttlMs: number;
   readonly #maxEntries: number;
@@ -26,14 +23,7 @@ export class DeviceDirectory {
   readonly #cache = new Map<string, { device: ReadingDevice; until: number }>();
   readonly #inFlight = new Map<string, Promise<ReadingDevice | undefined>>();
 
-  constructor(options: {
-    pool: Pool;
-    store: EventStore;
-    now: () => number;
-    ttlMs?: number;
-    maxEntries?: number;
-  }) {
-    this.#pool = options.pool;
+  constructor(options: { store: EventStore; now: () => number; ttlMs?: number; maxEntries?: number }) {
     this.#store = options.store;
     this.#now = options.now;
     this.#ttlMs = options.ttlMs ?? 60_000;
@@ -56,10 +46,6 @@ export class DeviceDirectory {
   }
 
   async #load(projectId: string, deviceId: string): Promise<ReadingDevice | undefined> {
-    const record = await findDevice(this.#pool, projectId, deviceId);
-    if (record) {
-      return { deviceId, projectId, siteId: record.siteId, capabilities: new Set(record.capabilities) };
-    }
     const [first] = await this.#store.readStream(deviceStreamName(deviceId), { maxCount: 1 });
     if (first?.type !== DeviceRegistered.type) return undefined;
     const registered = DeviceRegistered.schema.safeParse(first.data);

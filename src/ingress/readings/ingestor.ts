@@ -10,10 +10,7 @@ import type { BatchEntry, BatchEntryResult, EventStore } from '../../eventstore/
 import { LogThrottle } from '../../infra/log-throttle.js';
 import type { Logger } from '../../infra/logger.js';
 import type { Metrics } from '../../infra/metrics.js';
-import type { Pool } from '../../infra/postgres/pool.js';
-import type { AgentRecord } from '../broker/agent-directory.js';
-import { RejectedMessage } from '../broker/rejected-message.js';
-import { parseUplinkPayload } from '../broker/topics.js';
+import { RejectedMessage } from '../rejected-message.js';
 import { AppendBatcher } from './append-batcher.js';
 import { DeviceDirectory } from './device-directory.js';
 import { readingsEventId } from './event-id.js';
@@ -21,7 +18,6 @@ import { ReadingQuota } from './reading-quota.js';
 
 export interface ReadingsIngestorOptions {
   readonly store: EventStore;
-  readonly pool: Pool;
   readonly logger: Logger;
   readonly metrics: Pick<
     Metrics,
@@ -44,16 +40,28 @@ export interface ReadingsIngestorOptions {
   readonly quota?: { readonly readingsPerSecond: number; readonly burst: number };
 }
 
+/** One readings message as the uplink parsed it against the wire contract (docs/mqtt.md). */
+export interface ReadingsMessage {
+  readonly seq?: number;
+  readonly readings: readonly {
+    readonly capability: string;
+    readonly value: number | boolean | string;
+    readonly deviceTime?: string;
+  }[];
+}
+
 export interface ReadingsIngestor {
   /**
-   * Stores one readings message of `deviceId` published by `agent`. Resolves only once its event is
-   * durable (a redelivery of a stored message resolves too, writing nothing). Throws RejectedMessage for a
-   * message that can never be stored; any other error means "not stored, deliver it again". An agent over
-   * its readings quota waits here first; `connection` ending stops the wait (an AbortError).
+   * Stores one readings message of `deviceId` published by `agent`, parsed once on its way in; `payload` is
+   * its bytes as published, which name a message without a seq. Resolves only once its event is durable (a
+   * redelivery of a stored message resolves too, writing nothing). Throws RejectedMessage for a message that
+   * can never be stored; any other error means "not stored, deliver it again". An agent over its readings
+   * quota waits here first; `connection` ending stops the wait (an AbortError).
    */
   ingest(
-    agent: Pick<AgentRecord, 'agentId' | 'projectId'>,
+    agent: { readonly agentId: string; readonly projectId: string },
     deviceId: string,
+    message: ReadingsMessage,
     payload: Buffer,
     connection?: AbortSignal,
   ): Promise<void>;
@@ -67,7 +75,7 @@ export function createReadingsIngestor(options: ReadingsIngestorOptions): Readin
   const now = options.now ?? Date.now;
   const { store, metrics } = options;
   const logger = options.logger.child({ component: 'readings-ingest' });
-  const devices = new DeviceDirectory({ pool: options.pool, store, now, ttlMs: options.deviceCacheMs });
+  const devices = new DeviceDirectory({ store, now, ttlMs: options.deviceCacheMs });
   const batcher = new AppendBatcher<BatchEntry, BatchEntryResult>({
     windowMs: options.batchWindowMs ?? 5,
     maxItems: options.maxBatchMessages ?? 500,
@@ -98,13 +106,9 @@ export function createReadingsIngestor(options: ReadingsIngestorOptions): Readin
   }
 
   return {
-    async ingest(agent, deviceId, payload, connection) {
+    async ingest(agent, deviceId, message, payload, connection) {
       // When the broker got it, even if the quota then holds it back.
       const receivedAt = new Date(now()).toISOString();
-      const { payload: message } = parseUplinkPayload(
-        { kind: 'readings', agentId: agent.agentId, deviceId },
-        payload,
-      );
       await quota?.admit(agent.agentId, message.readings.length, connection);
       const device = await devices.find(agent.projectId, deviceId);
       if (!device) {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { CommandEvent } from '../../domain/commands/events.js';
+import type { CommandEvent } from '../../domain/control/command-events.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
 import type { Projector } from '../projector.js';
 

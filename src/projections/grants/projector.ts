@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { GrantEvent } from '../../domain/grants/events.js';
+import type { GrantEvent } from '../../domain/control/grant-events.js';
 import type { Projector } from '../projector.js';
 
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');

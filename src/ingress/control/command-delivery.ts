@@ -2,11 +2,12 @@ import type { Logger } from 'pino';
 import {
   decideAck,
   type AckDropReason,
+  type AgentAck,
   decideRedelivery,
   decideSend,
   type CommandToApply,
   type SendDecision,
-} from '../../domain/commands/delivery.js';
+} from '../../domain/control/delivery-decisions.js';
 import { controlFolding, type ControlEvent, type DeviceControlState } from '../../domain/control/index.js';
 import { deviceStreamName } from '../../domain/devices/decider.js';
 import { decideOnStream } from '../../eventstore/handle-command.js';
@@ -18,9 +19,8 @@ import { findAgent, findAgentIdOfDevice } from '../../projections/agents/queries
 import { waitUntilProjectedThrough } from '../../projections/catch-up.js';
 import type { AgentRecord } from '../broker/agent-directory.js';
 import type { RunningBroker } from '../broker/broker.js';
-import { RejectedMessage } from '../broker/rejected-message.js';
+import { RejectedMessage } from '../rejected-message.js';
 import type { AgentQuota } from '../readings/reading-quota.js';
-import type { UplinkPayloads } from '../broker/topics.js';
 
 type Broker = Pick<RunningBroker, 'publishDown' | 'holdsAgent'>;
 
@@ -41,7 +41,10 @@ export interface CommandDeliveryOptions {
 
 const METADATA = { source: 'ingress' };
 
-/** The read model that says which agent speaks for a device, and how long a lookup waits for it to catch up. */
+/**
+ * The read model that says which agent speaks for a device, and how long a lookup waits for it to catch up.
+ * It routes only (where to publish, whose ack to take); every decision is made on the device's stream.
+ */
 const AGENTS_PROJECTION = agentsProjector();
 const AGENTS_WAIT_MS = 10_000;
 
@@ -151,7 +154,7 @@ export class CommandDelivery {
   async ack(
     agent: AgentRecord,
     commandId: string,
-    ack: UplinkPayloads['commandAck'],
+    ack: Pick<AgentAck, 'status' | 'detail'> & { readonly deviceId: string },
     connection?: AbortSignal,
   ): Promise<void> {
     await this.#options.ackQuota?.admit(agent.agentId, 1, connection);

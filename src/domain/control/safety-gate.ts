@@ -1,8 +1,10 @@
 import { findCapability, validateCommandValue, type ValueRefusalReason } from '../catalogue/index.js';
 import type { SafetyClass } from '../catalogue/index.js';
+import { MissingScope } from '../errors.js';
+import type { ScopeName } from '../identity/scopes.js';
 import type { ChallengeRecord, DeviceControlState } from './state.js';
 import { hasGrant } from './state.js';
-import { isBefore } from './time.js';
+import { isBefore } from './instants.js';
 
 /**
  * The safety gate's refusal reasons: a closed list, served in `reasons[]` of a 403 (docs/commands.md).
@@ -64,6 +66,17 @@ export interface GateVerdict {
   /** Set when the value fails the catalogue's type, range, enum or step (422). */
   readonly valueFailure: ValueRefusalReason | undefined;
   readonly safetyClass: SafetyClass | undefined;
+}
+
+/**
+ * The scope an S3 capability needs besides commands:write. The spec checks it before the gate and before
+ * anything about the device or the idempotency key, so it throws rather than joining the reasons: the answer
+ * is 403 without reasons (docs/commands.md, "Order of answers", step 3), for any device.
+ */
+export function checkCommandScopes(capability: string, scopes: ReadonlySet<ScopeName>): void {
+  if (findCapability(capability)?.safetyClass === 'S3' && !scopes.has('commands:high_risk')) {
+    throw new MissingScope('commands:high_risk');
+  }
 }
 
 /**

@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { isDataError } from '../../infra/postgres/errors.js';
 import { mayPublish, maySubscribe, type PublishDecision } from './acl.js';
 import type { AgentDirectory, AgentRecord } from './agent-directory.js';
-import { RejectedMessage } from './rejected-message.js';
+import { RejectedMessage } from '../rejected-message.js';
 import type { Rejections } from './rejections.js';
 import type { AgentSession, AgentSessions } from './sessions.js';
 import {

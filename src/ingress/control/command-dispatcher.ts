@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import type { CommandEvent } from '../../domain/commands/events.js';
+import type { CommandEvent } from '../../domain/control/command-events.js';
 import type { EventStore, RecordedEvent } from '../../eventstore/port.js';
 import { followStoreFromHead } from '../follow-store.js';
-import type { CommandDelivery } from './delivery.js';
+import type { CommandDelivery } from './command-delivery.js';
 
 export const COMMAND_DISPATCH_EVENT_TYPES = [
   'CommandAccepted',

@@ -1,6 +1,6 @@
-import { isPending, type CommandRecord, type DeviceControlState } from '../control/index.js';
-import { isBefore } from '../control/time.js';
-import type { CommandEvent, CommandStatus } from './events.js';
+import { isPending, type CommandRecord, type DeviceControlState } from './state.js';
+import { isBefore } from './instants.js';
+import type { CommandEvent, CommandStatus } from './command-events.js';
 
 /**
  * Delivery and outcome of commands (docs/commands.md, "Delivery and outcome"): pure decisions over the
