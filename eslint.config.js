@@ -52,6 +52,23 @@ export default tseslint.config(
     },
   },
   {
+    // The product stands on its own: test, benchmark and soak tooling build on it, never the reverse.
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/tools/**', '**/tests/**', '**/bench/**', '**/examples/**'],
+              message: 'src/ is the product: it imports nothing from tools, tests, bench or examples.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // The reference client is what an application would write: the public interface only.
     files: ['examples/**/*.ts'],
     rules: {
@@ -60,7 +77,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/src/**', '**/tests/**', '**/bench/**'],
+              group: ['**/src/**', '**/tests/**', '**/bench/**', '**/tools/**'],
               message: 'Examples use the public API only.',
             },
           ],

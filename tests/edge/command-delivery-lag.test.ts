@@ -14,7 +14,7 @@ import { pairingProjector } from '../../src/projections/pairing/projector.js';
 import { ADOPTED_ON_HUB } from '../../src/projections/pairing/queries.js';
 import { registerDevice } from '../../src/registry/devices.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
-import { provisionSimulatedAgent } from '../../src/soak/provision.js';
+import { provisionSimulatedAgent } from '../../tools/soak/provision.js';
 import { controls } from '../support/commands.js';
 import { until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
