@@ -12,7 +12,7 @@ import { AGENT_ID_OF_DEVICE } from '../../src/projections/agents/queries.js';
 import { catchUpProjector, isCaughtUp } from '../../src/projections/catch-up.js';
 import { pairingProjector } from '../../src/projections/pairing/projector.js';
 import { ADOPTED_ON_HUB } from '../../src/projections/pairing/queries.js';
-import { registerDevice } from '../../src/registry/devices.js';
+import { registerDevice } from '../support/registry.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { provisionSimulatedAgent } from '../../tools/soak/provision.js';
 import { controls } from '../support/commands.js';

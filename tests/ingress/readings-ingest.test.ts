@@ -9,7 +9,7 @@ import { createReadingsIngestor, type ReadingsIngestor } from '../../src/ingress
 import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { devicesProjector } from '../../src/projections/devices/projector.js';
-import { registerDevice } from '../../src/registry/devices.js';
+import { registerDevice } from '../support/registry.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 
