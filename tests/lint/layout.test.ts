@@ -11,23 +11,29 @@ function layoutPaths(readme: string): string[] {
     .flatMap((line) => [...(line.split('|')[1] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
 }
 
+/** The folders each listed one by one: the product's (src/) and the lab's built on it (tools/). */
+const MAPPED = ['src', 'tools'];
+
 /**
- * The README's Layout table is the map of the code: every folder directly under src/ has its row, and no
- * row names a folder of src/ that is gone.
+ * The README's Layout table is the map of the code: every folder directly under src/ and tools/ has its row,
+ * and no row names a folder of theirs that is gone.
  */
 describe('README layout table', () => {
   const named = layoutPaths(readFileSync('README.md', 'utf8'));
-  const inSrc = named.filter((p) => p.startsWith('src/'));
 
-  it('lists every folder under src/', () => {
-    const folders = readdirSync('src', { withFileTypes: true })
-      .filter((e) => e.isDirectory())
-      .map((e) => `src/${e.name}`);
-    expect(folders.filter((f) => !inSrc.includes(f))).to.deep.equal([]);
-  });
+  for (const root of MAPPED) {
+    const rows = named.filter((p) => p.startsWith(`${root}/`));
 
-  it('names only folders of src/ that exist', () => {
-    const exists = (p: string) => statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
-    expect(inSrc.filter((p) => !exists(p))).to.deep.equal([]);
-  });
+    it(`lists every folder under ${root}/`, () => {
+      const folders = readdirSync(root, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => `${root}/${e.name}`);
+      expect(folders.filter((f) => !rows.includes(f))).to.deep.equal([]);
+    });
+
+    it(`names only folders of ${root}/ that exist`, () => {
+      const exists = (p: string) => statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
+      expect(rows.filter((p) => !exists(p))).to.deep.equal([]);
+    });
+  }
 });
