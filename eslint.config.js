@@ -33,6 +33,13 @@ const domainPurity = {
   },
 };
 
+// A later config object's no-restricted-imports replaces an earlier one's for the same file, so every
+// block below that sets the rule for files under src/ repeats this pattern.
+const PRODUCT_STANDS_ALONE = {
+  group: ['**/tools/**', '**/tests/**', '**/bench/**', '**/examples/**'],
+  message: 'src/ is the product: it imports nothing from tools, tests, bench or examples.',
+};
+
 const WRITE_SIDE_READS_NO_READ_MODEL = {
   group: ['**/projections/**'],
   message: 'The write side decides from its own streams, never from a read model.',
@@ -57,6 +64,13 @@ export default tseslint.config(
     },
   },
   {
+    // The product stands on its own: test, benchmark and soak tooling build on it, never the reverse.
+    files: ['src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [PRODUCT_STANDS_ALONE] }],
+    },
+  },
+  {
     // The write side decides from its own streams, never from a read model (docs/commands.md). Routing
     // lookups (which agent a message goes to) stay in src/ingress/control and src/ingress/downlink.ts.
     files: [
@@ -68,7 +82,10 @@ export default tseslint.config(
       'src/ingress/uplink.ts',
     ],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [WRITE_SIDE_READS_NO_READ_MODEL] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: [PRODUCT_STANDS_ALONE, WRITE_SIDE_READS_NO_READ_MODEL] },
+      ],
     },
   },
   {
@@ -79,6 +96,7 @@ export default tseslint.config(
         'error',
         {
           patterns: [
+            PRODUCT_STANDS_ALONE,
             WRITE_SIDE_READS_NO_READ_MODEL,
             { group: ['**/broker/**', '**/uplink.js'], message: 'Readings arrive parsed from the uplink.' },
           ],
@@ -95,7 +113,7 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ['**/src/**', '**/tests/**', '**/bench/**'],
+              group: ['**/src/**', '**/tests/**', '**/bench/**', '**/tools/**'],
               message: 'Examples use the public API only.',
             },
           ],

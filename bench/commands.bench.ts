@@ -9,7 +9,7 @@ import { ClientSecretHasher } from '../src/identity/secret-hash.js';
 import { createProject } from '../src/identity/projects.js';
 import { createLogger } from '../src/infra/logger.js';
 import { createMetrics } from '../src/infra/metrics.js';
-import { registerDevice } from '../src/registry/devices.js';
+import { registerDevice } from '../tests/support/registry.js';
 import { createSite } from '../src/registry/sites.js';
 import { requestToken } from '../tests/support/tenants.js';
 import { benchDatabase, machine, report } from './support.js';

@@ -9,8 +9,8 @@ import { stateFamily } from '../src/projections/state/projector.js';
 import { telemetryFamily } from '../src/projections/telemetry/projector.js';
 import { COUNT_RAW_READINGS } from '../src/projections/telemetry/sql.js';
 import { allProjectors } from '../src/runtime/projectors.js';
-import { Topology } from '../src/scale-out/topology.js';
-import { projectorsCaughtUp } from '../src/soak/settle.js';
+import { Topology } from '../tools/scale-out/topology.js';
+import { projectorsCaughtUp } from '../tools/soak/settle.js';
 import { round } from './cpu.js';
 import { provisionFleet, reply } from './ingest.bench.js';
 import { REDIS_URL, dropNamespace, redisReachable } from '../tests/support/redis.js';
@@ -18,7 +18,7 @@ import { undoable } from './interrupt.js';
 import { benchDatabase, benchDirectory, benchWorker, machine, report } from './support.js';
 
 /**
- * The scale-out topology (src/scale-out/topology.ts) with 1 or 2 broker nodes and 1 or 2 projector
+ * The scale-out topology (tools/scale-out/topology.ts) with 1 or 2 broker nodes and 1 or 2 projector
  * processes (P = 4 partitions each for state and telemetry), 1 api and 1 scheduler process, all as their
  * own `devcloud serve --roles <role>` processes, under the same offered load from AGENTS simulated agents
  * (on a worker thread; agent i dials broker i mod brokers). Per topology, over SECONDS after a warm-up:

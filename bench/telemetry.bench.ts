@@ -12,7 +12,7 @@ import { createLogger } from '../src/infra/logger.js';
 import { createMetrics } from '../src/infra/metrics.js';
 import { catchUpProjector } from '../src/projections/catch-up.js';
 import { telemetryProjector } from '../src/projections/telemetry/projector.js';
-import { registerDevice } from '../src/registry/devices.js';
+import { registerDevice } from '../tests/support/registry.js';
 import { createSite } from '../src/registry/sites.js';
 import { allProjectors } from '../src/runtime/projectors.js';
 import { requestToken } from '../tests/support/tenants.js';

@@ -23,7 +23,6 @@ import { projectionsCommands } from './commands/projections.js';
 import { projectCommands } from './commands/projects.js';
 import { serveCommand } from './commands/serve.js';
 import { siteCommands } from './commands/sites.js';
-import { soakCommand } from './commands/soak.js';
 import { CliError, createOutput } from './output.js';
 
 /** Every command, in the order `devcloud --help` lists them. */
@@ -40,7 +39,6 @@ export const COMMANDS: readonly (Command | CommandGroup)[] = [
   pairingCommands,
   edgeSimCommand,
   auditCommands,
-  soakCommand,
 ];
 
 export interface CliIo {

@@ -6,7 +6,7 @@ import type { Projector } from './projector.js';
 /**
  * Creates the projector's tables afresh in `schema` (dropped first if it exists) and replays the global
  * order into them from the start, batch by batch, up to the head visible now. Returns where it stopped and
- * how many events it applied. A rebuild starts this way; tests and `devcloud soak` use it to compare a live
+ * how many events it applied. A rebuild starts this way; tests and the soak use it to compare a live
  * read model with a clean replay of the same events. Its batches commit without waiting for the WAL
  * flush: whoever uses the copy commits durably afterwards (a rebuild's swap flushes them with it). The
  * projector's query indexes are built after the last batch, in one pass each.

@@ -39,7 +39,6 @@ const EXPECTED: Record<string, string[]> = {
   ],
   'audit grants': ['--project', '--device', '--from', '--to', '--as-of', '--json'],
   'audit commands': ['--project', '--device', '--from', '--to', '--json'],
-  soak: ['--minutes', '--kills', '--devices', '--rate', '--seed', '--out'],
 };
 
 /** Every option some command takes. */

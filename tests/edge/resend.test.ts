@@ -3,7 +3,7 @@ import { EdgeSim } from '../../src/edge-sim/index.js';
 import { catchUpProjector, isCaughtUp } from '../../src/projections/catch-up.js';
 import { pairingProjector } from '../../src/projections/pairing/projector.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
-import { provisionSimulatedAgent } from '../../src/soak/provision.js';
+import { provisionSimulatedAgent } from '../../tools/soak/provision.js';
 import { connectivityStreamName } from '../../src/ingress/connectivity.js';
 import { until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';

@@ -8,7 +8,7 @@ import { uplinkTopic } from '../../src/ingress/broker/topics.js';
 import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
 import { until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
-import { siteOf } from '../support/registry.js';
+import { registerDevice, siteOf } from '../support/registry.js';
 import { connectAsAgent, metricSample, within } from './support/broker-fixture.js';
 import { deviceStreamName } from '../../src/domain/devices/decider.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
@@ -25,7 +25,6 @@ import {
 import { decideOnStream } from '../../src/eventstore/handle-command.js';
 import { agentsProjector } from '../../src/projections/agents/projector.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
-import { registerDevice } from '../../src/registry/devices.js';
 import { controls, type Controls } from '../support/commands.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';

@@ -8,7 +8,7 @@ import { parseUplinkPayload } from '../../src/ingress/broker/topics.js';
 import { readingsEventId } from '../../src/ingress/readings/event-id.js';
 import { createReadingsIngestor, type ReadingsIngestor } from '../../src/ingress/readings/ingestor.js';
 import { deleteExpiredReadings } from '../../src/ingress/readings/retention.js';
-import { registerDevice } from '../../src/registry/devices.js';
+import { registerDevice } from '../support/registry.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 

@@ -19,7 +19,7 @@ import { createSite } from '../../src/registry/sites.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
 import { FrameIds } from '../../src/api/live/frame-id.js';
 import { cursorKeys } from '../../src/api/pagination/cursor-keys.js';
-import { compareLiveFrames, framesInStore, type StreamFrame } from '../../src/soak/live-check.js';
+import { compareLiveFrames, framesInStore, type StreamFrame } from '../../tools/soak/live-check.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { adoptSimulatedFleet } from '../support/edge-agent.js';
 import { freePort } from '../../src/infra/ports.js';

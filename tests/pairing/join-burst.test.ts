@@ -7,7 +7,7 @@ import type { EventStore } from '../../src/eventstore/port.js';
 import type { AgentRecord } from '../../src/ingress/broker/agent-directory.js';
 import { uplinkDispatch } from '../../src/ingress/uplink.js';
 import { openPairingWindow } from '../../src/pairing/windows.js';
-import { registerDevice } from '../../src/registry/devices.js';
+import { registerDevice } from '../support/registry.js';
 import { countingConflicts } from '../support/conflict-counter.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { eventStoreOver } from '../support/event-store.js';

@@ -12,7 +12,7 @@ import { rebuildProjector } from '../../src/projections/rebuild.js';
 import { sitesProjector } from '../../src/projections/sites/projector.js';
 import { listSites } from '../../src/projections/sites/queries.js';
 import { createBinding } from '../../src/registry/bindings.js';
-import { registerDevice } from '../../src/registry/devices.js';
+import { registerDevice } from '../support/registry.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 

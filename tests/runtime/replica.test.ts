@@ -16,7 +16,7 @@ import {
 } from '../../src/infra/postgres/embedded.js';
 import { freePort } from '../../src/infra/ports.js';
 import { grantsOfDevice } from '../../src/projections/grants/queries.js';
-import { registerDevice } from '../../src/registry/devices.js';
+import { registerDevice } from '../support/registry.js';
 import { createSite } from '../../src/registry/sites.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
 import { until } from '../support/edge-agent.js';

@@ -4,7 +4,7 @@ import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.j
 import { createLogger } from '../../src/infra/logger.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { commandsProjector } from '../../src/projections/commands/projector.js';
-import { registerDevice } from '../../src/registry/devices.js';
+import { registerDevice } from '../support/registry.js';
 import { commandExpiryJob } from '../../src/scheduler/command-expiry.js';
 import { controls, type Controls } from '../support/commands.js';
 import type { TestDatabase } from '../support/database.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import type { CommandLedger, SentCommand } from '../../src/soak/command-driver.js';
-import { actedAtMostOnce, judgeCommands, type RecordedCommand } from '../../src/soak/commands-check.js';
+import type { CommandLedger, SentCommand } from '../../tools/soak/command-driver.js';
+import { actedAtMostOnce, judgeCommands, type RecordedCommand } from '../../tools/soak/commands-check.js';
 
 const sent = (key: string, commandId: string | undefined, status: number | undefined = 201): SentCommand => ({
   key,

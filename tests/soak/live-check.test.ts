@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { compareLiveFrames, sawNoGap, type StreamFrame } from '../../src/soak/live-check.js';
+import { compareLiveFrames, sawNoGap, type StreamFrame } from '../../tools/soak/live-check.js';
 
 const frame = (n: number, text = `reading ${n}`): StreamFrame => ({
   id: `id${String(n).padStart(4, '0')}`,

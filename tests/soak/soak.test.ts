@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import { createLogger } from '../../src/infra/logger.js';
-import { runSoak } from '../../src/soak/soak.js';
+import { runSoak } from '../../tools/soak/soak.js';
 import { testServerAdminUrl } from '../support/database.js';
 
 /**
- * A short `devcloud soak`: every role its own process, kills of each role, live clients and commands
+ * A short soak (`npm run soak`): every role its own process, kills of each role, live clients and commands
  * throughout. Its two checks of the live stream and the commands must pass, and must have been exercised:
  * the api role was killed under the live clients (they lost their streams and resumed), and commands were
  * accepted and applied by the agent.

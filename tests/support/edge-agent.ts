@@ -3,12 +3,12 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readAgentFiles } from '../../src/agents/agent-files.js';
 import { EdgeSim, type EdgeSimOptions } from '../../src/edge-sim/index.js';
-import { adoptSimulatedFleet } from '../../src/soak/provision.js';
+import { adoptSimulatedFleet } from '../../tools/soak/provision.js';
 import type { EdgeService } from './edge-service.js';
 import { siteOf } from './registry.js';
 import { createTenant, type Tenant } from './tenants.js';
 
-/** The fleet adoption the soak command uses, shared with tests and benchmarks. */
+/** The fleet adoption the soak uses, shared with tests and benchmarks. */
 export { adoptSimulatedFleet };
 
 /** Polls `probe` until it returns a value, or fails naming what it waited for. */

@@ -1,6 +1,7 @@
 import { deviceDecider, deviceStreamName, type RegisterDevice } from '../../src/domain/devices/index.js';
 import { handleCommand } from '../../src/eventstore/handle-command.js';
-import { registerDevice } from '../../src/registry/devices.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import { newDevicePublicId } from '../../src/registry/ids.js';
 import { createSite } from '../../src/registry/sites.js';
 import type { TestApi } from './api-harness.js';
 import { authHeader } from './tenants.js';
@@ -55,7 +56,28 @@ export async function siteOf(api: TestApi, projectId: string, name = 'Plant', ti
   return (await createSite(api.store, { projectId, name, timezone })).siteId;
 }
 
-/** A registered device, appended through the real decider (adoption arrives in a later issue). */
+/**
+ * Registers a device under a fresh public id through the device decider, without a hub adopting it: the
+ * service registers hubs (agent registration) and devices (adoption) itself; tests and benchmarks that need a
+ * device and no pairing take this way.
+ */
+export async function registerDevice(
+  store: EventStore,
+  input: Omit<RegisterDevice, 'type' | 'deviceId'>,
+  metadata: Record<string, unknown> = {},
+): Promise<{ deviceId: string; position: string | undefined }> {
+  const deviceId = newDevicePublicId();
+  const result = await handleCommand(
+    store,
+    deviceStreamName(deviceId),
+    deviceDecider,
+    { type: 'RegisterDevice', deviceId, ...input },
+    { metadata },
+  );
+  return { deviceId, position: result.appended?.position };
+}
+
+/** A registered device (see registerDevice), with a temperature and humidity sensor's defaults. */
 export async function deviceOf(
   api: TestApi,
   projectId: string,

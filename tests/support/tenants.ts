@@ -4,10 +4,10 @@ import { newClientId } from '../../src/identity/ids.js';
 import { createClient } from '../../src/identity/clients.js';
 import { ClientSecretHasher, hashSecret } from '../../src/identity/secret-hash.js';
 import { createProject } from '../../src/identity/projects.js';
-import { requestToken } from '../../src/soak/oauth-token.js';
+import { requestToken } from '../../tools/soak/oauth-token.js';
 import type { TestApi } from './api-harness.js';
 
-export { basicAuthorization, requestToken } from '../../src/soak/oauth-token.js';
+export { basicAuthorization, requestToken } from '../../tools/soak/oauth-token.js';
 
 export interface Tenant {
   readonly projectId: string;

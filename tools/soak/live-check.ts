@@ -1,7 +1,7 @@
-import { LiveDirectory } from '../api/live/directory.js';
-import type { FrameIds } from '../api/live/frame-id.js';
-import { framesOf, sourceEventTypes, type LiveType } from '../api/live/frames.js';
-import type { EventStore } from '../eventstore/port.js';
+import { LiveDirectory } from '../../src/api/live/directory.js';
+import type { FrameIds } from '../../src/api/live/frame-id.js';
+import { framesOf, sourceEventTypes, type LiveType } from '../../src/api/live/frames.js';
+import type { EventStore } from '../../src/eventstore/port.js';
 
 /** A frame as a client received it or the store yields it: its id and its data (or a digest of it). */
 export interface StreamFrame {

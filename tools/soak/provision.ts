@@ -1,13 +1,18 @@
 import path from 'node:path';
-import { agentFilesFor, readAgentFiles, writeAgentFiles, type AgentFiles } from '../agents/agent-files.js';
-import { registerAgent } from '../agents/register.js';
-import { buildFleet } from '../edge-sim/index.js';
-import type { EventStore } from '../eventstore/port.js';
-import { createProject } from '../identity/projects.js';
-import { loadOrCreateAuthority } from '../ingress/pki/authority.js';
-import { adoptCandidate, joinCandidate } from '../pairing/candidates.js';
-import { openPairingWindow } from '../pairing/windows.js';
-import { createSite } from '../registry/sites.js';
+import {
+  agentFilesFor,
+  readAgentFiles,
+  writeAgentFiles,
+  type AgentFiles,
+} from '../../src/agents/agent-files.js';
+import { registerAgent } from '../../src/agents/register.js';
+import { buildFleet } from '../../src/edge-sim/index.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import { createProject } from '../../src/identity/projects.js';
+import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
+import { adoptCandidate, joinCandidate } from '../../src/pairing/candidates.js';
+import { openPairingWindow } from '../../src/pairing/windows.js';
+import { createSite } from '../../src/registry/sites.js';
 
 /**
  * Adopts the simulator's whole fleet for `seed` through the hub's pairing stream (the same services the API

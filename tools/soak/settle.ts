@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EdgeSim } from '../edge-sim/index.js';
-import type { EventStore } from '../eventstore/port.js';
-import type { Pool } from '../infra/postgres/pool.js';
-import { isCaughtUp } from '../projections/catch-up.js';
-import type { Projector } from '../projections/projector.js';
+import type { EdgeSim } from '../../src/edge-sim/index.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import type { Pool } from '../../src/infra/postgres/pool.js';
+import { isCaughtUp } from '../../src/projections/catch-up.js';
+import type { Projector } from '../../src/projections/projector.js';
 
 /** Polls `probe` until it returns true; false once `timeoutMs` has passed. */
 export async function waitFor(probe: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {

@@ -1,7 +1,7 @@
-import type { EventStore } from '../eventstore/port.js';
-import { inTransaction, type Pool } from '../infra/postgres/pool.js';
-import type { Projector } from '../projections/projector.js';
-import { inSchema, replayIntoSchema, tableContents } from '../projections/replay.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import { inTransaction, type Pool } from '../../src/infra/postgres/pool.js';
+import type { Projector } from '../../src/projections/projector.js';
+import { inSchema, replayIntoSchema, tableContents } from '../../src/projections/replay.js';
 
 /** Columns that number attempts rather than content: identity values consumed by rolled-back batches. */
 const ATTEMPT_COLUMNS: Readonly<Record<string, readonly string[]>> = { telemetry_raw: ['applied'] };

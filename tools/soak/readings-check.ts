@@ -1,6 +1,6 @@
-import type { ReadingsRecordedData } from '../domain/readings/index.js';
-import type { EventStore } from '../eventstore/port.js';
-import type { Pool } from '../infra/postgres/pool.js';
+import type { ReadingsRecordedData } from '../../src/domain/readings/index.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import type { Pool } from '../../src/infra/postgres/pool.js';
 import { messageKey, type MessageLedger } from './ledger.js';
 
 export interface ReadingsReport {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { ApplyCommand } from '../edge-sim/commands.js';
-import type { EdgeSim } from '../edge-sim/index.js';
+import type { ApplyCommand } from '../../src/edge-sim/commands.js';
+import type { EdgeSim } from '../../src/edge-sim/index.js';
 import type { SoakApi } from './soak-api.js';
 
 /** What became of one POST, by its idempotency key. */

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import type { Role } from '../config.js';
+import type { Role } from '../../src/config.js';
 
 const CLI = fileURLToPath(new URL('../../bin/devcloud.js', import.meta.url));
 

@@ -1,5 +1,5 @@
-import type { Role } from '../config.js';
-import { freePort } from '../infra/ports.js';
+import type { Role } from '../../src/config.js';
+import { freePort } from '../../src/infra/ports.js';
 import { ServiceProcess } from '../soak/service-process.js';
 import { waitFor } from '../soak/settle.js';
 

@@ -1,4 +1,4 @@
-import type { AckedMessage, EdgeSim, SentMessage } from '../edge-sim/index.js';
+import type { AckedMessage, EdgeSim, SentMessage } from '../../src/edge-sim/index.js';
 
 /** What the simulated agent did with one readings message, keyed by the agent's own id: (device, seq). */
 export interface LedgerEntry {

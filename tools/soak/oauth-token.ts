@@ -1,4 +1,4 @@
-import type { ClientAuthMethod } from '../domain/identity/index.js';
+import type { ClientAuthMethod } from '../../src/domain/identity/index.js';
 
 /** Form-encodes one credential for HTTP Basic as RFC 6749 §2.3.1 asks (then base64 of "id:secret"). */
 export function basicAuthorization(clientId: string, clientSecret: string): string {

@@ -1,7 +1,7 @@
-import { readControlState } from '../control/device-stream.js';
-import type { CommandStatus } from '../domain/control/command-events.js';
-import { deviceStreamName } from '../domain/devices/index.js';
-import type { EventStore } from '../eventstore/port.js';
+import { readControlState } from '../../src/control/device-stream.js';
+import type { CommandStatus } from '../../src/domain/control/command-events.js';
+import { deviceStreamName } from '../../src/domain/devices/index.js';
+import type { EventStore } from '../../src/eventstore/port.js';
 import type { CommandLedger } from './command-driver.js';
 
 /** A command as the device's stream records it. */
