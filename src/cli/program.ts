@@ -50,7 +50,7 @@ const processIo: CliIo = {
   stderr: (text) => process.stderr.write(text),
 };
 
-/** Help is wrapped to this width, whatever the terminal, as the tests and docs quote it. */
+/** Help is wrapped to this width whatever the terminal, so it reads the same on a terminal and in a pipe. */
 const HELP_WIDTH = 110;
 const HELP_FLAGS = ['-h', '--help'];
 
@@ -108,7 +108,9 @@ function buildProgram(io: CliIo): CommanderCommand {
     .allowUnknownOption()
     .action(async () => {
       const words = help.args.filter((word) => !word.startsWith('-'));
-      if (words[0] !== undefined) find(words[0]);
+      if (words[0] !== undefined && !COMMANDS.some((e) => e.name === words[0])) {
+        throw unknownCommand(words[0]);
+      }
       await buildProgram(io).parseAsync([...words, '--help'], { from: 'user' });
     });
   // Set after the commands are added, which would otherwise inherit them: the program itself takes no
@@ -123,7 +125,8 @@ function buildProgram(io: CliIo): CommanderCommand {
     )
     .action(() => {
       const word = program.args.find((arg) => !arg.startsWith('-'));
-      if (word !== undefined) find(word);
+      // A command's word would have reached that command.
+      if (word !== undefined) throw unknownCommand(word);
       const option = program.args.find((arg) => arg !== '--' && !HELP_FLAGS.includes(arg));
       if (option !== undefined) {
         throw new CliError(`${option.split('=')[0]} needs a command; see devcloud --help`);
@@ -228,10 +231,8 @@ function refusal(path: string, command: CommanderCommand, error: CommanderError)
   return new CliError(`${path}: ${error.message.replace(/^error: /, '')}${see}`);
 }
 
-function find(word: string): Command | CommandGroup {
-  const entry = COMMANDS.find((e) => e.name === word);
-  if (!entry) throw new CliError(`unknown command ${word}; see devcloud --help`);
-  return entry;
+function unknownCommand(word: string): CliError {
+  return new CliError(`unknown command ${word}; see devcloud --help`);
 }
 
 /** The command's words after `devcloud`: `client create`. */

@@ -129,10 +129,13 @@ describe('devcloud: each command takes its own options', () => {
     for (const path of Object.keys(EXPECTED)) expect(help.stdout).to.match(new RegExp(`^  ${path}\\b`, 'm'));
     expect((await cli()).stdout).to.equal(help.stdout);
     expect((await cli('help')).stdout).to.equal(help.stdout);
-    expect(await cli('frobnicate')).to.deep.include({
-      code: 1,
-      stderr: 'devcloud: unknown command frobnicate; see devcloud --help\n',
-    });
+    for (const argv of [['frobnicate'], ['frobnicate', '--help'], ['help', 'frobnicate']]) {
+      expect(await cli(...argv)).to.deep.include({
+        code: 1,
+        stdout: '',
+        stderr: 'devcloud: unknown command frobnicate; see devcloud --help\n',
+      });
+    }
     expect(await cli('--json')).to.deep.include({
       code: 1,
       stderr: 'devcloud: --json needs a command; see devcloud --help\n',
