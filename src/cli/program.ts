@@ -1,13 +1,10 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { Command as CommanderCommand, CommanderError, Option } from 'commander';
 import { ConfigError } from '../config.js';
 import {
-  HELP_OPTION,
-  commandHelp,
-  groupHelp,
   isGroup,
-  programHelp,
   type Command,
   type CommandGroup,
+  type OptionSpec,
   type OptionSpecs,
   type OptionValues,
 } from './command.js';
@@ -51,149 +48,202 @@ const processIo: CliIo = {
   stderr: (text) => process.stderr.write(text),
 };
 
+/** Help is wrapped to this width whatever the terminal, so it reads the same on a terminal and in a pipe. */
+const HELP_WIDTH = 110;
+const HELP_FLAGS = ['-h', '--help'];
+
 /**
- * Runs one `devcloud` invocation: finds the command from its words, refuses any option that command does
- * not declare before anything runs, prints help where asked, then runs it. Resolves with the exit code;
- * a refusal or failure is one line on stderr and exit code 1.
+ * Runs one `devcloud` invocation: commander finds the command from its words and refuses any option or
+ * argument that command does not declare before anything runs, or prints the help asked for; then the
+ * command runs. Resolves with the exit code; a refusal or failure is one line on stderr and exit code 1.
  */
 export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
   try {
-    await dispatch([...argv], io);
+    await buildProgram(io).parseAsync([...argv], { from: 'user' });
     return 0;
   } catch (error) {
-    const known =
-      error instanceof CliError ||
-      error instanceof ConfigError ||
-      String((error as { code?: unknown }).code).startsWith('ERR_PARSE_ARGS');
+    // Refusals are CliErrors (see refusal): a CommanderError here is help printed, and its exit code 0.
+    if (error instanceof CommanderError) return error.exitCode;
+    const known = error instanceof CliError || error instanceof ConfigError;
     const message = error instanceof Error ? error.message : String(error);
     io.stderr(`devcloud: ${known ? message : `failed: ${message}`}`.split('\n')[0] + '\n');
     return 1;
   }
 }
 
-async function dispatch(argv: string[], io: CliIo): Promise<void> {
-  // Words first: the union of every command's options tells which tokens are option values.
-  const { positionals, tokens, help } = scan(argv, everyOption());
-  const [first, second, third] = positionals;
-  if (first === undefined) {
-    const option = tokens.find((t) => t.kind === 'option' && t.name !== 'help');
-    if (option?.kind === 'option')
-      throw new CliError(`${option.rawName} needs a command; see devcloud --help`);
-    io.stdout(programHelp(COMMANDS) + '\n');
-    return;
-  }
-  if (first === 'help') {
-    io.stdout(helpFor(second, third) + '\n');
-    return;
-  }
-  const entry = find(first);
-  let command: Command;
-  let path: string;
-  if (isGroup(entry)) {
-    const sub = entry.subcommands.find((c) => c.name === second);
-    if (!sub) {
-      if (help) {
-        io.stdout(groupHelp(entry) + '\n');
-        return;
-      }
-      const words = entry.subcommands.map((c) => c.name);
-      throw new CliError(
-        `${entry.name}: expected ${orList(words)}, got ${second ?? 'nothing'}; see devcloud ${entry.name} --help`,
-      );
-    }
-    command = sub;
-    path = `${entry.name} ${sub.name}`;
-  } else {
-    command = entry;
-    path = entry.name;
-  }
-  await runCommand(command, path, argv, io);
-}
-
-async function runCommand(command: Command, path: string, argv: string[], io: CliIo): Promise<void> {
-  const options = { ...toParseArgs(command.options), help: HELP_OPTION };
-  const { tokens, help } = scan(argv, options);
-  if (help) {
-    io.stdout(commandHelp(path, command) + '\n');
-    return;
-  }
-  const unknown = tokens.find((t) => t.kind === 'option' && !(t.name in options));
-  if (unknown?.kind === 'option') {
-    throw new CliError(`${path} does not take ${unknown.rawName}; see devcloud ${path} --help`);
-  }
-  // Strict now: a string option without its value, or a value given to a boolean, is refused here.
-  const parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
-  const values = parsed.values as Record<string, string | boolean | undefined>;
-  const positionals = parsed.positionals;
-  const args = positionals.slice(path.split(' ').length);
-  const declared = command.args ?? [];
-  if (args.length > declared.length) {
-    throw new CliError(`${path}: unexpected argument ${args[declared.length]}; see devcloud ${path} --help`);
-  }
-  const missing = Object.entries(command.options).filter(
-    ([name, spec]) => spec.required && (values[name] === undefined || values[name] === ''),
-  );
-  if (missing.length > 0) {
-    const required = Object.entries(command.options)
-      .filter(([, spec]) => spec.required)
-      .map(([name, spec]) => `--${name} ${spec.value ?? 'VALUE'}`);
-    throw new CliError(`${path}: ${andList(required)} ${required.length > 1 ? 'are' : 'is'} required`);
-  }
-  await command.run({
-    out: createOutput(values.json === true),
-    args,
-    // The declaration typed each option for its command; here they are only names.
-    values: values as OptionValues<OptionSpecs>,
-  });
-}
-
-/** `devcloud help [command [subcommand]]`. */
-function helpFor(word: string | undefined, sub: string | undefined): string {
-  if (word === undefined) return programHelp(COMMANDS);
-  const entry = find(word);
-  if (!isGroup(entry)) return commandHelp(entry.name, entry);
-  const command = entry.subcommands.find((c) => c.name === sub);
-  return command ? commandHelp(`${entry.name} ${command.name}`, command) : groupHelp(entry);
-}
-
-function find(word: string): Command | CommandGroup {
-  const entry = COMMANDS.find((e) => e.name === word);
-  if (!entry) throw new CliError(`unknown command ${word}; see devcloud --help`);
-  return entry;
-}
-
-type ParseOptions = NonNullable<ParseArgsConfig['options']>;
-
-function toParseArgs(specs: OptionSpecs): ParseOptions {
-  return Object.fromEntries(Object.entries(specs).map(([name, spec]) => [name, { type: spec.type }]));
-}
-
-function everyOption(): ParseOptions {
-  const all: ParseOptions = { help: HELP_OPTION };
+/** The commander program for COMMANDS: a group for each word that has subcommands, `help`, and the rest. */
+function buildProgram(io: CliIo): CommanderCommand {
+  // What a list of commands shows for each: its words, arguments and required options.
+  const terms = new Map<CommanderCommand, string>();
+  const program = new CommanderCommand('devcloud')
+    .usage('<command> [options]')
+    // runCli writes every refusal itself, as one line; help goes to stdout.
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr, outputError: () => {} })
+    .configureHelp({
+      helpWidth: HELP_WIDTH,
+      // The widest entry (device status and its states) leaves 38 columns to wrap what it does into.
+      minWidthToWrap: 30,
+      // A list of commands names what runs, `client create`, rather than the `client` group.
+      visibleCommands: (command) =>
+        command.commands
+          .flatMap((c) => (c.commands.length > 0 ? c.commands : [c]))
+          .filter((c) => c.name() !== 'help'),
+      subcommandTerm: (command) => terms.get(command) ?? command.name(),
+    })
+    .helpOption('-h, --help', 'print this help')
+    .helpCommand(false)
+    .showSuggestionAfterError(false)
+    // Help ends the parse by throwing; runCli turns that into its exit code.
+    .exitOverride();
   for (const entry of COMMANDS) {
-    for (const command of isGroup(entry) ? entry.subcommands : [entry]) {
-      Object.assign(all, toParseArgs(command.options));
-    }
+    if (isGroup(entry)) addGroup(program, entry, terms);
+    else addCommand(program, entry, terms);
   }
-  return all;
+  const help = program
+    .command('help')
+    .argument('[words...]')
+    .helpOption(false)
+    .allowUnknownOption()
+    .action(async () => {
+      const words = help.args.filter((word) => !word.startsWith('-'));
+      if (words[0] !== undefined && !COMMANDS.some((e) => e.name === words[0])) {
+        throw unknownCommand(words[0]);
+      }
+      await buildProgram(io).parseAsync([...words, '--help'], { from: 'user' });
+    });
+  // Set after the commands are added, which would otherwise inherit them: the program itself takes no
+  // option, so its action sees `--help`, an unknown word or a stray option and answers each.
+  program
+    .helpOption(false)
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .addHelpText(
+      'after',
+      '\ndevcloud <command> --help (or devcloud help <command>): what a command does and the options it takes',
+    )
+    .action(() => {
+      const word = program.args.find((arg) => !arg.startsWith('-'));
+      // A command's word would have reached that command.
+      if (word !== undefined) throw unknownCommand(word);
+      const option = program.args.find((arg) => arg !== '--' && !HELP_FLAGS.includes(arg));
+      if (option !== undefined) {
+        throw new CliError(`${option.split('=')[0]} needs a command; see devcloud --help`);
+      }
+      program.outputHelp();
+    });
+  return program;
 }
 
-/** A lenient pass: what the words are, which options were given, whether help was asked for. */
-function scan(argv: string[], options: ParseOptions) {
-  const { positionals, tokens, values } = parseArgs({
-    args: argv,
-    options,
-    allowPositionals: true,
-    strict: false,
-    tokens: true,
+function addGroup(
+  program: CommanderCommand,
+  group: CommandGroup,
+  terms: Map<CommanderCommand, string>,
+): void {
+  const words = group.subcommands.map((c) => c.name);
+  const command = program
+    .command(group.name)
+    .description(group.summary)
+    .usage(`<${words.join('|')}> [options]`)
+    .addHelpText(
+      'after',
+      `\ndevcloud ${group.name} <command> --help (or devcloud help ${group.name} <command>): its options`,
+    );
+  for (const sub of group.subcommands) addCommand(command, sub, terms);
+  // Reached only without a subcommand's word: refused, naming the words it takes.
+  command
+    .allowUnknownOption()
+    .allowExcessArguments()
+    .action(() => {
+      const got = command.args.find((arg) => !arg.startsWith('-')) ?? 'nothing';
+      throw new CliError(
+        `${group.name}: expected ${list(words, 'or')}, got ${got}; see devcloud ${group.name} --help`,
+      );
+    });
+}
+
+/**
+ * One declared command. commander refuses undeclared options, a missing option value and surplus arguments;
+ * the required options are checked here, all named at once and an empty value counting as missing, before
+ * the command runs (and so before it opens any database).
+ */
+function addCommand(parent: CommanderCommand, declared: Command, terms: Map<CommanderCommand, string>): void {
+  const command = parent.command(declared.name);
+  const path = wordsOf(command).join(' ');
+  const options = Object.entries(declared.options);
+  const required = options.filter(([, spec]) => spec.required).map(([name, spec]) => flagOf(name, spec));
+  const synopsis = [...(declared.args ?? []), ...required];
+  terms.set(command, [path, ...synopsis].join(' '));
+  command
+    .summary(declared.summary)
+    .description([declared.summary, declared.details].filter(Boolean).join('\n'))
+    .usage([...synopsis, ...(required.length < options.length ? ['[options]'] : [])].join(' '))
+    .allowExcessArguments(false)
+    .exitOverride((error) => {
+      throw refusal(path, command, error);
+    });
+  // Optional for commander: a command itself says what a missing argument means.
+  for (const arg of declared.args ?? []) command.argument(`[${arg.replace(/^\[(.*)\]$/, '$1')}]`);
+  for (const [name, spec] of options) {
+    const option = new Option(
+      spec.type === 'string' ? `--${name} <value>` : `--${name}`,
+      spec.required ? `${spec.help} (required)` : spec.help,
+    );
+    // Help names the value as declared (`--scopes "S1 S2"`), which commander's flag syntax cannot spell.
+    option.flags = flagOf(name, spec);
+    command.addOption(option);
+  }
+  command.action(async () => {
+    const values: Record<string, string | boolean> = {};
+    for (const option of command.options) {
+      const value = command.getOptionValue(option.attributeName()) as string | boolean | undefined;
+      if (value !== undefined) values[option.name()] = value;
+    }
+    if (options.some(([name, spec]) => spec.required && (values[name] ?? '') === '')) {
+      throw new CliError(`${path}: ${list(required, 'and')} ${required.length > 1 ? 'are' : 'is'} required`);
+    }
+    await declared.run({
+      out: createOutput(values.json === true),
+      args: command.args,
+      // The declaration typed each option for its command; here they are only names.
+      values: values as OptionValues<OptionSpecs>,
+    });
   });
-  return { positionals, tokens, help: values.help === true };
 }
 
-const orList = (words: readonly string[]) => list(words, 'or');
-const andList = (words: readonly string[]) => list(words, 'and');
+/** commander's refusal of an invocation of `path`, worded as README.md (Operator CLI) promises. */
+function refusal(path: string, command: CommanderCommand, error: CommanderError): Error {
+  const see = `; see devcloud ${path} --help`;
+  if (error.code === 'commander.unknownOption') {
+    const [flag = ''] = (/unknown option '(.*)'/s.exec(error.message)?.[1] ?? '').split('=');
+    return command.options.some((option) => option.long === flag)
+      ? new CliError(`${path}: ${flag} takes no value${see}`)
+      : new CliError(`${path} does not take ${flag}${see}`);
+  }
+  if (error.code === 'commander.excessArguments') {
+    return new CliError(
+      `${path}: unexpected argument ${command.args[command.registeredArguments.length]}${see}`,
+    );
+  }
+  // Help was printed: runCli ends with its exit code.
+  if (error.exitCode === 0) return error;
+  return new CliError(`${path}: ${error.message.replace(/^error: /, '')}${see}`);
+}
 
-function list(words: readonly string[], conjunction: string): string {
+function unknownCommand(word: string): CliError {
+  return new CliError(`unknown command ${word}; see devcloud --help`);
+}
+
+/** The command's words after `devcloud`: `client create`. */
+function wordsOf(command: CommanderCommand): string[] {
+  return command.parent ? [...wordsOf(command.parent), command.name()] : [];
+}
+
+/** `--project ID`, `--json`: an option as usage and help show it. */
+function flagOf(name: string, spec: OptionSpec): string {
+  return spec.type === 'string' ? `--${name} ${spec.value ?? 'VALUE'}` : `--${name}`;
+}
+
+function list(words: readonly string[], conjunction: 'and' | 'or'): string {
   return words.length <= 1
     ? words.join('')
     : `${words.slice(0, -1).join(', ')} ${conjunction} ${words.at(-1)!}`;

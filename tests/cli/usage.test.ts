@@ -25,8 +25,8 @@ describe('devcloud: per-command flags and help (the binary)', function () {
     const word = await devcloud({ db }, 'help', 'migrate');
     expect(flag.code, flag.stderr).to.equal(0);
     expect(word.stdout).to.equal(flag.stdout);
-    expect(flag.stdout).to.match(/^usage: devcloud migrate \[--json\]\n/);
-    const options = flag.stdout.slice(flag.stdout.indexOf('\noptions:\n'));
+    expect(flag.stdout).to.match(/^Usage: devcloud migrate \[options\]\n/);
+    const options = flag.stdout.slice(flag.stdout.indexOf('\nOptions:\n'));
     expect(options.match(/^\s+(-\w, )?--[\w-]+/gm)?.map((line) => line.trim())).to.deep.equal([
       '--json',
       '-h, --help',
