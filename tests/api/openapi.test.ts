@@ -82,7 +82,7 @@ describe('OpenAPI document', () => {
     it('is served at GET /openapi.json without a token', async () => {
       const answer = await call(api, 'GET', '/openapi.json');
       expect(answer.status).to.equal(200);
-      expect(answer.body).to.deep.equal(openApiDocument());
+      expect(answer.body).to.deep.equal(openApiDocument(api.config.PUBLIC_BASE_URL));
     });
 
     it('describes the bodies the endpoints really send', async () => {

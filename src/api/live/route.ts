@@ -40,6 +40,8 @@ export const liveQuerySchema = z.strictObject({
   heartbeat: z
     .string()
     .regex(/^\d{1,9}$/, 'invalid_heartbeat')
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(999_999_999))
     .optional()
     .meta({
       description:
@@ -205,9 +207,9 @@ class RevocationSweep {
   }
 }
 
-export function clampHeartbeat(seconds: string | undefined): number {
+export function clampHeartbeat(seconds: number | undefined): number {
   if (seconds === undefined) return HEARTBEAT_SECONDS.default;
-  return Math.min(HEARTBEAT_SECONDS.max, Math.max(HEARTBEAT_SECONDS.min, Number(seconds)));
+  return Math.min(HEARTBEAT_SECONDS.max, Math.max(HEARTBEAT_SECONDS.min, seconds));
 }
 
 function parseFilter(query: z.output<typeof liveQuerySchema>): LiveFilter {

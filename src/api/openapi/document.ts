@@ -117,52 +117,36 @@ const error = (description: string) => ({
   content: { 'application/json': { schema: ref('Error') } },
 });
 
-const RATE_LIMITED = {
-  description: 'Rate limit exceeded (30 requests/s per IP, burst 60).',
-  headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } },
-  content: { 'application/json': { schema: ref('Error') } },
-};
-
-/** What the edge answers to a JSON body before the route sees it (docs/api.md, "Errors"). */
-function jsonBodyAnswers(operation: Json & { responses: Json }): Json {
-  const body = operation.requestBody as { content?: Json } | undefined;
-  if (body?.content?.['application/json'] === undefined) return {};
-  const own = (operation.responses[422] as { description?: string } | undefined)?.description;
-  return {
-    400: error(
-      'Malformed JSON (`invalid_request`, `malformed_json`), or a bad query parameter (`invalid_query`).',
-    ),
-    413: error('Body over 64 kB (`payload_too_large`).'),
-    415: error(
-      'The body is not JSON, or has a Content-Encoding other than identity (`unsupported_media_type`).',
-    ),
-    422: error(
-      `${own ?? 'A body that does not fit (`invalid_request`).'} Any body: nested deeper than ` +
-        `${MAX_BODY_DEPTH} (\`too_deep\`, with \`maxDepth\`), or a string that cannot be stored (\`invalid_text\`).`,
-    ),
-  };
-}
-
-/** What every bearer-authenticated operation can answer besides its own outcomes. */
+/** A bearer-authenticated operation: the scope it needs, and the 403 of a token without it. */
 function secured(scope: ScopeName, operation: Json & { responses: Json }): Json {
   return {
     ...operation,
     security: [{ oauth2: [scope] }],
     responses: {
       ...operation.responses,
-      ...jsonBodyAnswers(operation),
-      401: error('Missing, expired or invalid token (`unauthorized`).'),
       403: error(`The token lacks ${scope} (\`forbidden\`, no reasons).`),
-      429: operation.responses[429] ?? RATE_LIMITED,
     },
   };
 }
 
+/** A JSON answer; `no-store` unless it says how it may be cached. */
 const ok = (id: string, description: string, headers: Json = {}) => ({
   description,
-  ...(Object.keys(headers).length > 0 && { headers }),
+  headers: { 'Cache-Control': header('NoStore'), ...headers },
   content: { 'application/json': { schema: ref(id) } },
 });
+
+const PUBLIC_HOUR = {
+  'Cache-Control': { description: '`public, max-age=3600`.', schema: { type: 'string' } },
+};
+
+const STREAM_HEADERS = {
+  'Cache-Control': { description: '`no-store, no-transform`.', schema: { type: 'string' } },
+  'X-Accel-Buffering': {
+    description: '`no`: tells a buffering proxy to pass frames on at once.',
+    schema: { type: 'string' },
+  },
+};
 
 const LIVE_BAD_QUERY = error(
   'Bad query (`invalid_query`: unknown parameter such as projectId, a token in the query string ' +
@@ -174,18 +158,139 @@ const INVALID_QUERY = error(
   'Unknown, repeated or malformed query parameter (`invalid_query`, with `parameter`).',
 );
 
-/** Query parameters from a route's strict query schema: name, optionality, description and JSON Schema. */
+/**
+ * Query parameters from a route's strict query schema: name, optionality, description and JSON Schema. A
+ * parameter the schema turns into a number (`limit`, `heartbeat`) is described by that number's type.
+ */
 function queryParameters(schema: z.ZodObject): Json[] {
   return Object.entries(schema.shape).map(([name, field]) => {
-    const { description, ...jsonSchema } = clean(z.toJSONSchema(field as z.ZodType, { io: 'input' }));
+    const { description, ...input } = clean(z.toJSONSchema(field as z.ZodType, { io: 'input' }));
+    const { description: _same, ...output } = clean(z.toJSONSchema(field as z.ZodType, { io: 'output' }));
+    const numeric = output.type === 'integer' || output.type === 'number';
     return {
       name,
       in: 'query',
       required: !(field as z.ZodType).safeParse(undefined).success,
       ...(description !== undefined && { description }),
-      schema: jsonSchema,
+      schema: numeric ? output : input,
     };
   });
+}
+
+type Operation = Json & { responses: Record<string, Json>; security?: unknown[] };
+
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
+
+/** Headers several answers carry, described once. */
+const SHARED_HEADERS: Json = {
+  RequestId: {
+    description:
+      "The request's id, in our logs too: the caller's X-Request-Id when it is 1-64 of [A-Za-z0-9._-], else a new UUID.",
+    required: true,
+    schema: { type: 'string' },
+  },
+  RetryAfter: {
+    description: 'Seconds to wait before trying again.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  ETag: {
+    description: 'A validator of this body; a GET sending it back in If-None-Match may answer 304.',
+    schema: { type: 'string' },
+  },
+  NoStore: { description: '`no-store`: the answer is not to be cached.', schema: { type: 'string' } },
+};
+
+const RATE_LIMITED = {
+  description: 'Rate limit exceeded (30 requests/s per IP, burst 60) (`rate_limited`).',
+  headers: { 'Retry-After': header('RetryAfter') },
+  content: { 'application/json': { schema: ref('Error') } },
+};
+
+const UNAVAILABLE = {
+  description:
+    'A dependency cannot be reached (`transport_unavailable`, Retry-After 5) or turned the request away ' +
+    '(`temporarily_unavailable`, Retry-After 1); nothing was recorded.',
+  headers: { 'Retry-After': header('RetryAfter') },
+  content: { 'application/json': { schema: ref('Error') } },
+};
+
+/** What the edge answers under /v1, past authentication, whatever the route (docs/api.md, "Errors"). */
+const V1_EDGE: Readonly<Record<string, Json>> = {
+  400: error(
+    'A bad query parameter (`invalid_query`, with `reason` such as `unknown_parameter`, ' +
+      '`repeated_parameter` or `invalid_text`, and `parameter`), or a malformed JSON body ' +
+      '(`invalid_request`, `malformed_json`).',
+  ),
+  401: {
+    ...error('Missing, expired or invalid token (`unauthorized`).'),
+    headers: {
+      'WWW-Authenticate': {
+        description: 'RFC 6750: `Bearer realm="device-cloud"`, with `error="invalid_token"` for a bad token.',
+        required: true,
+        schema: { type: 'string' },
+      },
+    },
+  },
+  413: error('A body over 64 kB (`payload_too_large`).'),
+  415: error(
+    'A body that is not JSON, or with a Content-Encoding other than identity (`unsupported_media_type`).',
+  ),
+  422: error(
+    `A body nested deeper than ${MAX_BODY_DEPTH} (\`too_deep\`, with \`maxDepth\`), or with a string that ` +
+      'cannot be stored (`invalid_text`).',
+  ),
+};
+
+/** Two descriptions of one status: the operation's own first, then what the edge adds. */
+function merged(own: Json | undefined, edge: Json): Json {
+  if (own === undefined) return edge;
+  return {
+    ...edge,
+    ...own,
+    description: `${own.description as string} Also: ${edge.description as string}`,
+    headers: { ...(edge.headers as Json | undefined), ...(own.headers as Json | undefined) },
+  };
+}
+
+/**
+ * Every answer an operation can give besides its own outcomes: the edge's statuses (rate limit,
+ * unavailable dependency, and under /v1 the query, body and token checks), and on every answer the
+ * headers the middleware adds (X-Request-Id; ETag on a JSON body, as express sends it).
+ */
+function withEdgeAnswers(operation: Operation): Operation {
+  const authenticated = (operation.security ?? []).some((s) => Object.keys(s as Json).includes('oauth2'));
+  const responses: Record<string, Json> = { ...operation.responses };
+  if (authenticated)
+    for (const [status, edge] of Object.entries(V1_EDGE)) responses[status] = merged(responses[status], edge);
+  responses[429] ??= RATE_LIMITED;
+  responses[503] = responses[503] === undefined ? UNAVAILABLE : merged(responses[503], UNAVAILABLE);
+  const withHeaders = Object.fromEntries(
+    Object.entries(responses).map(([status, answer]) => {
+      const content = answer.content as Json | undefined;
+      const json = content?.['application/json'] !== undefined;
+      const headers = {
+        'X-Request-Id': header('RequestId'),
+        ...(json && { ETag: header('ETag') }),
+        ...(answer.headers as Json | undefined),
+      };
+      return [status, { ...answer, headers }];
+    }),
+  );
+  return { ...operation, responses: withHeaders };
+}
+
+/** The token endpoint's answers, each with `Cache-Control: no-store` and `Pragma: no-cache` (RFC 6749 §5.1). */
+function uncached(responses: Record<string, Json>): Record<string, Json> {
+  const headers = {
+    'Cache-Control': header('NoStore'),
+    Pragma: { description: '`no-cache`.', schema: { type: 'string' } },
+  };
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, answer]) => [
+      status,
+      { ...answer, headers: { ...(answer.headers as Json | undefined), ...headers } },
+    ]),
+  );
 }
 
 /** Express-style method and path of each operation, then the operation. */
@@ -212,6 +317,7 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       responses: {
         200: {
           description: 'The OpenAPI 3.1 document.',
+          headers: PUBLIC_HOUR,
           content: { 'application/json': { schema: { type: 'object' } } },
         },
         429: RATE_LIMITED,
@@ -228,7 +334,7 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
         'by that path (RFC 8414 §3.1). Cache-Control: public, max-age=3600.',
       security: [],
       responses: {
-        200: ok('AuthorizationServerMetadata', 'The metadata.'),
+        200: ok('AuthorizationServerMetadata', 'The metadata.', PUBLIC_HOUR),
         429: RATE_LIMITED,
       },
     },
@@ -246,16 +352,34 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
         required: true,
         content: { 'application/x-www-form-urlencoded': { schema: ref('TokenRequest') } },
       },
-      responses: {
+      responses: uncached({
         200: ok('TokenResponse', 'The access token.'),
         400: ok(
           'OAuthError',
           'invalid_request (also a body that is not a form), unsupported_grant_type or invalid_scope.',
         ),
-        401: ok('OAuthError', 'invalid_client: unknown client, wrong secret, revoked, or wrong method.'),
+        401: {
+          ...ok('OAuthError', 'invalid_client: unknown client, wrong secret, revoked, or wrong method.'),
+          headers: {
+            'WWW-Authenticate': {
+              description: '`Basic realm="device-cloud", charset="UTF-8"`.',
+              required: true,
+              schema: { type: 'string' },
+            },
+          },
+        },
+        413: error('A form over the size limit (`payload_too_large`).'),
         415: error('A Content-Encoding other than identity (`unsupported_media_type`).'),
-        429: RATE_LIMITED,
-      },
+        429: {
+          ...RATE_LIMITED,
+          description:
+            'Rate limit exceeded, or too many failed authentications of this client id (`rate_limited`).',
+        },
+        503: {
+          ...UNAVAILABLE,
+          description: `Too many secret checks waiting (\`temporarily_unavailable\`, Retry-After 1). ${UNAVAILABLE.description}`,
+        },
+      }),
     },
   ],
   [
@@ -301,7 +425,7 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       summary: 'The capability catalogue',
       responses: {
         200: ok('Catalogue', 'Every catalogue entry.', {
-          'Cache-Control': { schema: { type: 'string' }, description: 'private, max-age=3600' },
+          'Cache-Control': { schema: { type: 'string' }, description: '`private, max-age=3600`.' },
           ETag: {
             schema: { type: 'string' },
             description: 'Strong validator; send it back in If-None-Match.',
@@ -395,7 +519,16 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
       responses: {
         200: {
           description: 'The stream, until the client leaves or a stream_error frame ends it.',
-          content: { 'text/event-stream': { schema: { type: 'string' } } },
+          headers: STREAM_HEADERS,
+          content: {
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description: 'Server-Sent Events; the `data` of each frame is one line of JSON, a LiveFrame.',
+                contentSchema: ref('LiveFrame'),
+              },
+            },
+          },
         },
         429: {
           ...RATE_LIMITED,
@@ -416,7 +549,10 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
         'body; opens no stream and holds no slot, so it never answers too_many_streams.',
       parameters: queryParameters(liveQuerySchema),
       responses: {
-        200: { description: 'As a stream begins: `Content-Type: text/event-stream`; no body.' },
+        200: {
+          description: 'As a stream begins: `Content-Type: text/event-stream`; no body.',
+          headers: STREAM_HEADERS,
+        },
         400: LIVE_BAD_QUERY,
       },
     }),
@@ -427,11 +563,21 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
 /** "GET /v1/devices/:publicId" for each documented operation, as express declares its routes. */
 export const DOCUMENTED_ROUTES: readonly string[] = OPERATIONS.map(([m, p]) => `${m.toUpperCase()} ${p}`);
 
-export function openApiDocument(): Json {
+/**
+ * The server docs/openapi.json names, a reserved name (RFC 2606) that resolves nowhere: the checked-in
+ * document belongs to no deployment. GET /openapi.json names its own deployment's PUBLIC_BASE_URL.
+ */
+export const PLACEHOLDER_BASE_URL = 'https://device-cloud.invalid';
+
+/** The document for a deployment reached at `publicBaseUrl` (its servers and token URL). */
+export function openApiDocument(publicBaseUrl: string = PLACEHOLDER_BASE_URL): Json {
+  const base = publicBaseUrl.replace(/\/+$/, '');
   const paths: Record<string, Json> = {};
   for (const [method, expressPath, operation] of OPERATIONS) {
     const path = expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    paths[path] = { ...paths[path], [method]: operation };
+    const key = `${method.toUpperCase()} ${expressPath}`;
+    const described = { operationId: OPERATION_IDS[key], ...withEdgeAnswers(operation as Operation) };
+    paths[path] = { ...paths[path], [method]: described };
   }
   return {
     openapi: '3.1.0',
@@ -439,18 +585,37 @@ export function openApiDocument(): Json {
       title: 'Device Cloud API',
       version: 'v1',
       description:
-        'EU-hosted cloud for connected devices. Every path but /health, /openapi.json, the OAuth metadata ' +
-        'and the token endpoint needs Authorization: Bearer <ACCESS_TOKEN>. Decisions the interface leaves open are in docs/api.md.',
+        'EU-hosted cloud for connected devices: register and list devices and sites, read their state and ' +
+        'telemetry history, follow them live (Server-Sent Events), pair new devices through a hub, and send ' +
+        'commands to them behind a safety gate of write grants. Every path but /health, /openapi.json, the ' +
+        'OAuth metadata and the token endpoint needs Authorization: Bearer <ACCESS_TOKEN> (OAuth 2.0 ' +
+        'client_credentials). Every answer carries X-Request-Id; every operation may answer 429 and 503 with ' +
+        'Retry-After. Decisions the interface leaves open are in docs/api.md.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
+    servers: [
+      {
+        url: base,
+        description: 'This deployment (PUBLIC_BASE_URL); in docs/openapi.json, a placeholder for it.',
+      },
+    ],
     paths,
     components: {
-      schemas: { ...componentSchemas(requests, 'input'), ...componentSchemas(responses, 'output') },
+      schemas: {
+        ...componentSchemas(requests, 'input'),
+        ...componentSchemas(responses, 'output'),
+        LiveFrame: {
+          description: 'The `data` of one live frame; its `event` line names which.',
+          anyOf: Object.keys(LIVE_FRAME_SCHEMAS).map((e) => ref(frameId(e))),
+        },
+      },
+      headers: SHARED_HEADERS,
       securitySchemes: {
         oauth2: {
           type: 'oauth2',
           flows: {
             clientCredentials: {
-              tokenUrl: '/v1/oauth/token',
+              tokenUrl: `${base}/v1/oauth/token`,
               scopes: Object.fromEntries(SCOPES.map((s) => [s, SCOPE_DESCRIPTIONS[s]])),
             },
           },
@@ -464,6 +629,34 @@ export function openApiDocument(): Json {
     },
   };
 }
+
+/** Names by which generated clients call each operation, keyed as express declares the route. */
+const OPERATION_IDS: Readonly<Record<string, string>> = {
+  'GET /health': 'getHealth',
+  'GET /openapi.json': 'getOpenApiDocument',
+  [`GET ${METADATA_PATH}`]: 'getAuthorizationServerMetadata',
+  'POST /v1/oauth/token': 'issueAccessToken',
+  'GET /v1/devices': 'listDevices',
+  'GET /v1/devices/:publicId': 'getDevice',
+  'GET /v1/sites': 'listSites',
+  'GET /v1/catalog/capabilities': 'getCapabilityCatalogue',
+  'POST /v1/bindings': 'createBinding',
+  'GET /v1/bindings': 'listBindings',
+  'GET /v1/devices/:publicId/state': 'getDeviceState',
+  'GET /v1/devices/:publicId/telemetry': 'getDeviceTelemetry',
+  'POST /v1/pairing/sessions': 'openPairingSession',
+  'GET /v1/pairing/sessions/:id': 'getPairingSession',
+  'DELETE /v1/pairing/sessions/:id': 'closePairingSession',
+  'POST /v1/pairing/sessions/:id/adopt': 'adoptPairingCandidate',
+  'POST /v1/pairing/sessions/:id/reject': 'rejectPairingCandidate',
+  'GET /v1/live': 'openLiveStream',
+  'HEAD /v1/live': 'checkLiveStream',
+  'PUT /v1/devices/:publicId/capability-grants': 'setCapabilityGrant',
+  'GET /v1/devices/:publicId/capability-grants': 'listCapabilityGrants',
+  'POST /v1/devices/:publicId/commands': 'sendCommand',
+  'GET /v1/commands/:commandId': 'getCommand',
+  'GET /v1/devices/:publicId/commands': 'listDeviceCommands',
+};
 
 function componentSchemas(registry: z.core.$ZodRegistry<{ id: string }>, io: 'input' | 'output'): Json {
   const { schemas } = z.toJSONSchema(registry, { io, uri: (id) => `#/components/schemas/${id}` });

@@ -33,7 +33,7 @@ export const pageLimitSchema = z
   .string()
   .regex(/^[0-9]{1,9}$/, { error: 'not_a_positive_integer' })
   .transform(Number)
-  .pipe(z.number().int().min(1, { error: 'not_a_positive_integer' }))
+  .pipe(z.number().int().min(1, { error: 'not_a_positive_integer' }).max(999_999_999))
   .optional();
 
 export const deviceListQuerySchema = z.strictObject({
