@@ -214,6 +214,8 @@ const UNAVAILABLE = {
   content: { 'application/json': { schema: ref('Error') } },
 };
 
+const FAULT = error('A fault of the service (`internal_error`); the answer says nothing more, the log does.');
+
 /** What the edge answers under /v1, past authentication, whatever the route (docs/api.md, "Errors"). */
 const V1_EDGE: Readonly<Record<string, Json>> = {
   400: error(
@@ -263,6 +265,7 @@ function withEdgeAnswers(operation: Operation): Operation {
   if (authenticated)
     for (const [status, edge] of Object.entries(V1_EDGE)) responses[status] = merged(responses[status], edge);
   responses[429] ??= RATE_LIMITED;
+  responses[500] ??= FAULT;
   responses[503] = responses[503] === undefined ? UNAVAILABLE : merged(responses[503], UNAVAILABLE);
   const withHeaders = Object.fromEntries(
     Object.entries(responses).map(([status, answer]) => {
@@ -370,6 +373,7 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
         },
         413: error('A form over the size limit (`payload_too_large`).'),
         415: error('A Content-Encoding other than identity (`unsupported_media_type`).'),
+        500: FAULT,
         429: {
           ...RATE_LIMITED,
           description:
@@ -431,7 +435,13 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
             description: 'Strong validator; send it back in If-None-Match.',
           },
         }),
-        304: { description: 'Not modified since the ETag sent in If-None-Match.' },
+        304: {
+          description: 'Not modified since the ETag sent in If-None-Match.',
+          headers: {
+            'Cache-Control': { schema: { type: 'string' }, description: '`private, max-age=3600`.' },
+            ETag: { schema: { type: 'string' }, description: 'The validator that matched.' },
+          },
+        },
         400: INVALID_QUERY,
       },
     }),
@@ -468,7 +478,16 @@ const OPERATIONS: readonly (readonly [string, string, Json])[] = [
         'A capability absent from state[] has no value yet. Quality and connectivity: docs/telemetry.md.',
       parameters: [{ name: 'publicId', in: 'path', required: true, schema: { type: 'string' } }],
       responses: {
-        200: ok('DeviceState', 'The state; an empty state[] when nothing was reported yet.'),
+        200: ok('DeviceState', 'The state; an empty state[] when nothing was reported yet.', {
+          'X-Projection-Lag-Seconds': {
+            description: 'How far the read models were behind the event store, in seconds (3 decimals).',
+            schema: { type: 'number', minimum: 0 },
+          },
+          'X-Projection-Lag-Measured-At': {
+            description: 'When that lag was measured.',
+            schema: { type: 'string', format: 'date-time' },
+          },
+        }),
         400: INVALID_QUERY,
         404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
       },
@@ -579,6 +598,14 @@ export function openApiDocument(publicBaseUrl: string = PLACEHOLDER_BASE_URL): J
     const described = { operationId: OPERATION_IDS[key], ...withEdgeAnswers(operation as Operation) };
     paths[path] = { ...paths[path], [method]: described };
   }
+  // RFC 8414 §3.1: with a path in PUBLIC_BASE_URL the metadata is also served after the well-known segment.
+  const basePath = new URL(base).pathname.replace(/\/+$/, '');
+  if (basePath !== '') {
+    const metadata = paths[METADATA_PATH]!.get as Json;
+    paths[METADATA_PATH + basePath] = {
+      get: { ...metadata, operationId: 'getAuthorizationServerMetadataUnderBasePath' },
+    };
+  }
   return {
     openapi: '3.1.0',
     info: {
@@ -590,7 +617,9 @@ export function openApiDocument(publicBaseUrl: string = PLACEHOLDER_BASE_URL): J
         'commands to them behind a safety gate of write grants. Every path but /health, /openapi.json, the ' +
         'OAuth metadata and the token endpoint needs Authorization: Bearer <ACCESS_TOKEN> (OAuth 2.0 ' +
         'client_credentials). Every answer carries X-Request-Id; every operation may answer 429 and 503 with ' +
-        'Retry-After. Decisions the interface leaves open are in docs/api.md.',
+        'Retry-After. Any other path, or a method a path does not serve, answers 404 `not_found` (under /v1, ' +
+        '401 first without a token, and a body refused as on any operation); other methods on the token endpoint answer 405 `method_not_allowed` ' +
+        'with `Allow: POST`. Decisions the interface leaves open are in docs/api.md.',
       license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
     servers: [
@@ -693,9 +722,10 @@ export const renderOpenApi = () => JSON.stringify(openApiDocument(), null, 2) + 
 /** /v1/pairing/sessions: decisions the spec leaves open are in docs/pairing.md. */
 function pairingOperations(): (readonly [string, string, Json])[] {
   const sessionPath = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-  const missingSession = error(
-    'No such pairing session in your project (`not_found`); a foreign session answers the same.',
-  );
+  const missingSession = {
+    ...error('No such pairing session in your project (`not_found`); a foreign session answers the same.'),
+    headers: { 'Cache-Control': header('NoStore') },
+  };
   const candidateBody = {
     required: true,
     content: { 'application/json': { schema: ref('CandidateRequest') } },
