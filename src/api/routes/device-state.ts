@@ -129,11 +129,11 @@ export const deviceStateOperations: readonly OperationDeclaration[] = [
       parameters: [pathParameter('publicId')],
       responses: {
         200: ok('DeviceState', 'The state; an empty state[] when nothing was reported yet.', {
-          'X-Projection-Lag-Seconds': {
+          [FRESHNESS_HEADERS.lagSeconds]: {
             description: 'How far the read models were behind the event store, in seconds (3 decimals).',
             schema: { type: 'number', minimum: 0 },
           },
-          'X-Projection-Lag-Measured-At': {
+          [FRESHNESS_HEADERS.measuredAt]: {
             description: 'When that lag was measured.',
             schema: { type: 'string', format: 'date-time' },
           },
