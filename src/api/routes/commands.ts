@@ -257,6 +257,10 @@ export const commandOperations: readonly OperationDeclaration[] = [
         requestBody: jsonBody('CommandRequest'),
         responses: {
           201: ok('CommandAnswer', 'Accepted and queued (also on an idempotent replay: the same commandId).'),
+          404: error(
+            'A malformed device id, one no device can have (with a space, or far too long): `not_found`. A ' +
+              'well-formed id of a missing or foreign device is a 403 refusal instead.',
+          ),
           409: error(
             'The idempotency key was used with other content (`conflict`, `idempotency_key_reused`).',
           ),
