@@ -84,7 +84,7 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   app.use((req, res, next) => (UNDER_V1.test(req.path) ? next() : refuseOptions(req, res, next)));
   app.use('/metrics', metricsAccess(deps.config.METRICS_TOKEN));
   app.use(healthRoutes(deps));
-  app.use(openApiRoutes());
+  app.use(openApiRoutes(deps.config.PUBLIC_BASE_URL));
   const auth = createApiAuth(deps);
   app.use(auth.metadataRoutes);
   app.use('/v1', auth.tokenRoutes);

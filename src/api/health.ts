@@ -5,6 +5,7 @@ import type { Pool } from '../infra/postgres/pool.js';
 import type { Metrics } from '../infra/metrics.js';
 import type { LagFigures } from '../projections/lag.js';
 import { serveMetrics } from './metrics-only.js';
+import { ok, RATE_LIMITED, type OperationDeclaration } from './openapi/operation.js';
 
 /**
  * GET /health (no auth): 200 when the read-model database (and its replica, where one answers the
@@ -68,3 +69,21 @@ function answers(pool: Pool): Promise<boolean> {
     () => false,
   );
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const healthOperations: readonly OperationDeclaration[] = [
+  [
+    'get',
+    '/health',
+    {
+      operationId: 'getHealth',
+      summary: 'Liveness of the service and its dependencies',
+      security: [],
+      responses: {
+        200: ok('Health', 'The service and its dependencies answer.'),
+        503: ok('Health', 'A dependency is down; the body names it.'),
+        429: RATE_LIMITED,
+      },
+    },
+  ],
+];

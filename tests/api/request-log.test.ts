@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { createMetrics } from '../../src/infra/metrics.js';
 import { closeEventStore, openEventStore, type RunningEventStore } from '../support/event-store.js';
+import { checkedAgainstDocument } from '../support/openapi-conformance.js';
 
 /** A token-shaped string, like a leaked access token: header.payload.signature, base64url. */
 const JWT =
@@ -41,7 +42,11 @@ describe('the request log line', () => {
       pool: running.db.pool,
       store: running.store,
     });
-    server = await listen(createHttpServer(app, config), 0, '127.0.0.1');
+    server = await listen(
+      createHttpServer(checkedAgainstDocument(app, config.PUBLIC_BASE_URL), config),
+      0,
+      '127.0.0.1',
+    );
     const address = server.address();
     baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
   });

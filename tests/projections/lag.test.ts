@@ -14,6 +14,7 @@ import { ProjectionLagMonitor } from '../../src/projections/lag-monitor.js';
 import { tallyProjector } from '../fixtures/tally-projector.js';
 import type { TestDatabase } from '../support/database.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { checkedAgainstDocument } from '../support/openapi-conformance.js';
 
 const logger = createLogger('silent');
 const SCRAPER = 'metrics-scraper-token-for-lag-tests-0123456789';
@@ -97,7 +98,8 @@ describe('projection lag: measured from the store, on /health and /metrics', () 
       METRICS_TOKEN: SCRAPER,
     });
     const app = createApiApp({ config, logger, metrics, pool: db.pool, store, lag: monitor });
-    const server: Server = await listen(createHttpServer(app, config), 0, '127.0.0.1');
+    const answering = checkedAgainstDocument(app, config.PUBLIC_BASE_URL);
+    const server: Server = await listen(createHttpServer(answering, config), 0, '127.0.0.1');
     const address = server.address();
     const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
     try {

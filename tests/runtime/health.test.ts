@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { expect } from 'chai';
 import { createApiApp } from '../../src/api/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -8,6 +8,7 @@ import { createMetrics } from '../../src/infra/metrics.js';
 import { createPool } from '../../src/infra/postgres/pool.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { startTestApi, type TestApi } from '../support/api-harness.js';
+import { checkedAgainstDocument } from '../support/openapi-conformance.js';
 
 describe('GET /health and GET /metrics', () => {
   let api: TestApi;
@@ -74,7 +75,8 @@ describe('GET /health and GET /metrics', () => {
       store,
     });
     const server = await new Promise<Server>((resolve) => {
-      const s = app.listen(0, '127.0.0.1', () => resolve(s));
+      const s = createServer(checkedAgainstDocument(app, config.PUBLIC_BASE_URL));
+      s.listen(0, '127.0.0.1', () => resolve(s));
     });
     try {
       const port = (server.address() as { port: number }).port;

@@ -12,6 +12,7 @@ import { runProjector } from '../../src/projections/runner.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { committedHead, type TestDatabase } from './database.js';
 import { closeEventStore, openEventStore } from './event-store.js';
+import { checkedAgainstDocument } from './openapi-conformance.js';
 import { serviceLogger } from './service-log.js';
 import { openClusterLimits } from '../../src/api/cluster-limits/index.js';
 
@@ -85,7 +86,12 @@ export async function startTestApi(
     lag,
     limits,
   });
-  const server: Server = await listen(createHttpServer(app, config), 0, '127.0.0.1');
+  // Every answer is held to the OpenAPI document as it goes out, whichever client asked.
+  const server: Server = await listen(
+    createHttpServer(checkedAgainstDocument(app, config.PUBLIC_BASE_URL), config),
+    0,
+    '127.0.0.1',
+  );
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
   return {

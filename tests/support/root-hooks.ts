@@ -1,5 +1,6 @@
 import { releaseTestServer } from './database.js';
 import { creationStacks, lingeringResources, recordCreationStacks } from './open-handles.js';
+import { conformanceReport } from './openapi-conformance.js';
 import { takeServiceErrors } from './service-log.js';
 
 if (process.env.TEST_HANDLE_STACKS === '1') recordCreationStacks();
@@ -16,6 +17,19 @@ afterEach(function () {
 after(async function () {
   this.timeout(60_000);
   await releaseTestServer();
+});
+
+// Whatever each test checked, every answer the API gave must be one the OpenAPI document describes.
+after(function () {
+  const { checked, unmatched, mismatches } = conformanceReport();
+  if (checked + unmatched === 0) return;
+  process.stderr.write(
+    `OpenAPI conformance: ${checked} answers checked against the document, ${mismatches.length} mismatches, ` +
+      `${unmatched} to requests for no documented operation\n`,
+  );
+  if (mismatches.length > 0) {
+    throw new Error(`answers the OpenAPI document does not describe:\n${mismatches.join('\n')}`);
+  }
 });
 
 // Last of all: nothing the suite started may outlive it. Mocha no longer exits by force, so a leak would

@@ -1,6 +1,7 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { SCOPES } from '../../domain/identity/index.js';
+import { ok, PUBLIC_HOUR, RATE_LIMITED, type OperationDeclaration } from '../openapi/operation.js';
 
 export const METADATA_PATH = '/.well-known/oauth-authorization-server';
 
@@ -67,3 +68,23 @@ function withoutTrailingSlash(text: string): string {
 function escapeRoutePattern(path: string): string {
   return path.replace(/[{}()[\]+?!:*\\]/g, '\\$&');
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const metadataOperations: readonly OperationDeclaration[] = [
+  [
+    'get',
+    METADATA_PATH,
+    {
+      operationId: 'getAuthorizationServerMetadata',
+      summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
+      description:
+        'For discovery by OAuth libraries. When PUBLIC_BASE_URL has a path, also served at this path followed ' +
+        'by that path (RFC 8414 §3.1). Cache-Control: public, max-age=3600.',
+      security: [],
+      responses: {
+        200: ok('AuthorizationServerMetadata', 'The metadata.', PUBLIC_HOUR),
+        429: RATE_LIMITED,
+      },
+    },
+  ],
+];

@@ -23,6 +23,17 @@ import {
   invalidRequest,
   type ClientCredentials,
 } from './client-credentials.js';
+import {
+  ref,
+  header,
+  error,
+  ok,
+  RATE_LIMITED,
+  UNAVAILABLE,
+  FAULT,
+  type OperationDeclaration,
+  type Json,
+} from '../openapi/operation.js';
 
 const FORM = 'application/x-www-form-urlencoded';
 // A token request is a handful of short fields; anything bigger is not one.
@@ -159,3 +170,66 @@ function grantedScopes(held: readonly ScopeName[], requested: string | undefined
   }
   return scopes;
 }
+
+/** The token endpoint's answers, each with `Cache-Control: no-store` and `Pragma: no-cache` (RFC 6749 §5.1). */
+function uncached(responses: Record<string, Json>): Record<string, Json> {
+  const headers = {
+    'Cache-Control': header('NoStore'),
+    Pragma: { description: '`no-cache`.', schema: { type: 'string' } },
+  };
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, answer]) => [
+      status,
+      { ...answer, headers: { ...(answer.headers as Json | undefined), ...headers } },
+    ]),
+  );
+}
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const tokenOperations: readonly OperationDeclaration[] = [
+  [
+    'post',
+    '/v1/oauth/token',
+    {
+      operationId: 'issueAccessToken',
+      summary: 'Access token (OAuth 2.0 client_credentials)',
+      description:
+        'Credentials in the form, or with HTTP Basic when the client was created for it (then credentials ' +
+        'in the form answer invalid_client). No refresh token. Responses carry Cache-Control: no-store.',
+      security: [{}, { clientBasic: [] }],
+      requestBody: {
+        required: true,
+        content: { 'application/x-www-form-urlencoded': { schema: ref('TokenRequest') } },
+      },
+      responses: uncached({
+        200: ok('TokenResponse', 'The access token.'),
+        400: ok(
+          'OAuthError',
+          'invalid_request (also a body that is not a form), unsupported_grant_type or invalid_scope.',
+        ),
+        401: {
+          ...ok('OAuthError', 'invalid_client: unknown client, wrong secret, revoked, or wrong method.'),
+          headers: {
+            'WWW-Authenticate': {
+              description: '`Basic realm="device-cloud", charset="UTF-8"`.',
+              required: true,
+              schema: { type: 'string' },
+            },
+          },
+        },
+        413: error('A form over the size limit (`payload_too_large`).'),
+        415: error('A Content-Encoding other than identity (`unsupported_media_type`).'),
+        500: FAULT,
+        429: {
+          ...RATE_LIMITED,
+          description:
+            'Rate limit exceeded, or too many failed authentications of this client id (`rate_limited`).',
+        },
+        503: {
+          ...UNAVAILABLE,
+          description: `Too many secret checks waiting (\`temporarily_unavailable\`, Retry-After 1). ${UNAVAILABLE.description}`,
+        },
+      }),
+    },
+  ],
+];

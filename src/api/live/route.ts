@@ -12,6 +12,16 @@ import { LIVE_TYPES, type LiveType } from './frames.js';
 import type { LiveHub } from './hub.js';
 import { StreamSlots, type StreamSlotPool } from './slots.js';
 import { LiveStream, STREAM_HEADERS, type LiveFilter } from './stream.js';
+import { LIVE_FRAME_SCHEMAS } from './wire.js';
+import {
+  liveFrameId,
+  ref,
+  error,
+  secured,
+  RATE_LIMITED,
+  queryParameters,
+  type OperationDeclaration,
+} from '../openapi/operation.js';
 
 export const HEARTBEAT_SECONDS = { min: 15, max: 120, default: 30 } as const;
 const MAX_DEVICE_IDS = 500;
@@ -40,6 +50,8 @@ export const liveQuerySchema = z.strictObject({
   heartbeat: z
     .string()
     .regex(/^\d{1,9}$/, 'invalid_heartbeat')
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(999_999_999))
     .optional()
     .meta({
       description:
@@ -205,9 +217,9 @@ class RevocationSweep {
   }
 }
 
-export function clampHeartbeat(seconds: string | undefined): number {
+export function clampHeartbeat(seconds: number | undefined): number {
   if (seconds === undefined) return HEARTBEAT_SECONDS.default;
-  return Math.min(HEARTBEAT_SECONDS.max, Math.max(HEARTBEAT_SECONDS.min, Number(seconds)));
+  return Math.min(HEARTBEAT_SECONDS.max, Math.max(HEARTBEAT_SECONDS.min, seconds));
 }
 
 function parseFilter(query: z.output<typeof liveQuerySchema>): LiveFilter {
@@ -238,3 +250,88 @@ function list(value: string | undefined, parameter: string): string[] | undefine
 function invalidFilter(reason: string, parameter: string, invalid: string[], valid: readonly string[]) {
   return new HttpProblem(400, 'invalid_filter', { reason, parameter, invalid, valid: [...valid] });
 }
+
+const STREAM_ANSWER_HEADERS = {
+  'Cache-Control': { description: '`no-store, no-transform`.', schema: { type: 'string' } },
+  'X-Accel-Buffering': {
+    description: '`no`: tells a buffering proxy to pass frames on at once.',
+    schema: { type: 'string' },
+  },
+};
+
+const LIVE_BAD_QUERY = error(
+  'Bad query (`invalid_query`: unknown parameter such as projectId, a token in the query string ' +
+    '(`token_in_query_string`), a heartbeat that is not a number), or an unknown type or capability ' +
+    '(`invalid_filter`, with `invalid` and `valid`).',
+);
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const liveOperations: readonly OperationDeclaration[] = [
+  [
+    'get',
+    '/v1/live',
+    secured('telemetry:live', {
+      operationId: 'openLiveStream',
+      summary: 'Live stream (Server-Sent Events)',
+      description:
+        'Bearer header only. `retry: 5000` first, then frames (`id`, `event`, `data` as one line of JSON) and ' +
+        'a `: ping` comment every heartbeat. `Last-Event-ID` (or lastEventId) resumes strictly after that ' +
+        'frame. Frame ids are opaque and sealed for your project: the same frame keeps its id, ids are not ' +
+        "ordered, and another project's id is unknown_id. HEAD answers the same headers without opening " +
+        'a stream. The data of each event type is the schema named in x-sse-events. docs/api.md, "Live stream".',
+      parameters: [
+        ...queryParameters(liveQuerySchema),
+        {
+          name: 'Last-Event-ID',
+          in: 'header',
+          required: false,
+          description: 'Resume strictly after this frame id; wins over lastEventId.',
+          schema: { type: 'string' },
+        },
+      ],
+      'x-sse-events': Object.fromEntries(
+        Object.keys(LIVE_FRAME_SCHEMAS).map((e) => [e, ref(liveFrameId(e))]),
+      ),
+      responses: {
+        200: {
+          description: 'The stream, until the client leaves or a stream_error frame ends it.',
+          headers: STREAM_ANSWER_HEADERS,
+          content: {
+            'text/event-stream': {
+              schema: {
+                type: 'string',
+                description: 'Server-Sent Events; the `data` of each frame is one line of JSON, a LiveFrame.',
+                contentSchema: ref('LiveFrame'),
+              },
+            },
+          },
+        },
+        429: {
+          ...RATE_LIMITED,
+          description:
+            'Rate limit exceeded, or too many open streams for this client (`too_many_streams`, with `limit`).',
+        },
+        400: LIVE_BAD_QUERY,
+      },
+    }),
+  ],
+  [
+    'head',
+    '/v1/live',
+    secured('telemetry:live', {
+      operationId: 'checkLiveStream',
+      summary: "The live stream's headers, without a stream",
+      description:
+        'Checked as GET is (token, scope, query). Answers the headers GET begins its stream with and no ' +
+        'body; opens no stream and holds no slot, so it never answers too_many_streams.',
+      parameters: queryParameters(liveQuerySchema),
+      responses: {
+        200: {
+          description: 'As a stream begins: `Content-Type: text/event-stream`; no body.',
+          headers: STREAM_ANSWER_HEADERS,
+        },
+        400: LIVE_BAD_QUERY,
+      },
+    }),
+  ],
+];

@@ -1,38 +1,47 @@
 import { z } from 'zod';
 import { SCOPES, type ScopeName } from '../../domain/identity/index.js';
-import { idempotencyKeyHeader } from '../idempotency-key.js';
 import { MAX_BODY_DEPTH } from '../storable-input.js';
+import { healthOperations } from '../health.js';
 import {
   bindingCreatedSchema,
   bindingListSchema,
+  bindingOperations,
   bindingRequestSchema,
   bindingSchema,
 } from '../routes/bindings.js';
-import { catalogueEntrySchema, catalogueSchema } from '../routes/catalogue.js';
+import { catalogueEntrySchema, catalogueOperations, catalogueSchema } from '../routes/catalogue.js';
 import {
   commandAnswerSchema,
-  commandListQuerySchema,
   commandListSchema,
+  commandOperations,
   commandRequestSchema,
   commandSchema,
 } from '../routes/commands.js';
-import { grantAnswerSchema, grantListSchema, grantRequestSchema, grantSchema } from '../routes/grants.js';
-import { deviceStateSchema } from '../routes/device-state.js';
-import { deviceListQuerySchema, deviceListSchema, deviceSchema } from '../routes/devices.js';
+import {
+  grantAnswerSchema,
+  grantListSchema,
+  grantOperations,
+  grantRequestSchema,
+  grantSchema,
+} from '../routes/grants.js';
+import { deviceStateOperations, deviceStateSchema } from '../routes/device-state.js';
+import { deviceListSchema, deviceOperations, deviceSchema } from '../routes/devices.js';
 import {
   adoptionSchema,
   candidateBodySchema,
   candidateRequestSchema,
   candidateSchema,
   pairingOpenRequestSchema,
+  pairingOperations,
   pairingSessionBodySchema,
   pairingSessionSchema,
 } from '../routes/pairing.js';
-import { authorizationServerMetadataSchema, METADATA_PATH } from '../auth/metadata.js';
-import { liveQuerySchema } from '../live/route.js';
+import { authorizationServerMetadataSchema, METADATA_PATH, metadataOperations } from '../auth/metadata.js';
+import { tokenOperations } from '../auth/token-endpoint.js';
+import { liveOperations } from '../live/route.js';
 import { LIVE_FRAME_SCHEMAS } from '../live/wire.js';
-import { siteListSchema, siteSchema } from '../routes/sites.js';
-import { telemetryQuerySchema, telemetrySchema } from '../routes/telemetry.js';
+import { siteListSchema, siteOperations, siteSchema } from '../routes/sites.js';
+import { telemetryOperations, telemetrySchema } from '../routes/telemetry.js';
 import {
   errorSchema,
   healthSchema,
@@ -40,12 +49,25 @@ import {
   tokenRequestSchema,
   tokenResponseSchema,
 } from './token-and-health-schemas.js';
-
-type Json = Record<string, unknown>;
+import {
+  clean,
+  error,
+  FAULT,
+  header,
+  liveFrameId,
+  PUBLIC_HOUR,
+  RATE_LIMITED,
+  ref,
+  UNAVAILABLE,
+  type Json,
+  type OperationDeclaration,
+} from './operation.js';
 
 /**
- * The OpenAPI 3.1 description of every route the API serves, built from the zod schemas the routes
- * validate and answer with. `npm run openapi` writes it to docs/openapi.json; GET /openapi.json serves it.
+ * The OpenAPI 3.1 description of every route the API serves, assembled from the operations each route
+ * file declares beside its routes (in the vocabulary of ./operation.ts) and the zod schemas the routes
+ * validate and answer with, registered here as components. `npm run openapi` writes it to
+ * docs/openapi.json; GET /openapi.json serves it.
  */
 const requests = z.registry<{ id: string }>();
 requests.add(bindingRequestSchema, { id: 'BindingRequest' });
@@ -87,11 +109,8 @@ for (const [schema, id] of [
 ] as const) {
   responses.add(schema, { id });
 }
-const frameId = (event: string) => `LiveFrame_${event}`;
 for (const [event, schema] of Object.entries(LIVE_FRAME_SCHEMAS))
-  responses.add(schema, { id: frameId(event) });
-
-const ref = (id: string) => ({ $ref: `#/components/schemas/${id}` });
+  responses.add(schema, { id: liveFrameId(event) });
 
 /** Operator-only routes, deliberately left out of the application interface. */
 export const UNDOCUMENTED_ROUTES: readonly string[] = [
@@ -112,326 +131,152 @@ const SCOPE_DESCRIPTIONS: Readonly<Record<ScopeName, string>> = {
   'grants:revoke': 'PUT capability-grants with write false: revoke write grants',
 };
 
-const error = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ref('Error') } },
-});
+type Operation = Json & { responses: Record<string, Json>; security?: unknown[] };
 
-const RATE_LIMITED = {
-  description: 'Rate limit exceeded (30 requests/s per IP, burst 60).',
-  headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } },
-  content: { 'application/json': { schema: ref('Error') } },
+/** Headers several answers carry, described once. */
+const SHARED_HEADERS: Json = {
+  RequestId: {
+    description:
+      "The request's id, in our logs too: the caller's X-Request-Id when it is 1-64 of [A-Za-z0-9._-], else a new UUID.",
+    required: true,
+    schema: { type: 'string' },
+  },
+  RetryAfter: {
+    description: 'Seconds to wait before trying again.',
+    schema: { type: 'integer', minimum: 0 },
+  },
+  ETag: {
+    description: 'A validator of this body; a GET sending it back in If-None-Match may answer 304.',
+    schema: { type: 'string' },
+  },
+  NoStore: { description: '`no-store`: the answer is not to be cached.', schema: { type: 'string' } },
 };
 
-/** What the edge answers to a JSON body before the route sees it (docs/api.md, "Errors"). */
-function jsonBodyAnswers(operation: Json & { responses: Json }): Json {
-  const body = operation.requestBody as { content?: Json } | undefined;
-  if (body?.content?.['application/json'] === undefined) return {};
-  const own = (operation.responses[422] as { description?: string } | undefined)?.description;
-  return {
-    400: error(
-      'Malformed JSON (`invalid_request`, `malformed_json`), or a bad query parameter (`invalid_query`).',
-    ),
-    413: error('Body over 64 kB (`payload_too_large`).'),
-    415: error(
-      'The body is not JSON, or has a Content-Encoding other than identity (`unsupported_media_type`).',
-    ),
-    422: error(
-      `${own ?? 'A body that does not fit (`invalid_request`).'} Any body: nested deeper than ` +
-        `${MAX_BODY_DEPTH} (\`too_deep\`, with \`maxDepth\`), or a string that cannot be stored (\`invalid_text\`).`,
-    ),
-  };
-}
-
-/** What every bearer-authenticated operation can answer besides its own outcomes. */
-function secured(scope: ScopeName, operation: Json & { responses: Json }): Json {
-  return {
-    ...operation,
-    security: [{ oauth2: [scope] }],
-    responses: {
-      ...operation.responses,
-      ...jsonBodyAnswers(operation),
-      401: error('Missing, expired or invalid token (`unauthorized`).'),
-      403: error(`The token lacks ${scope} (\`forbidden\`, no reasons).`),
-      429: operation.responses[429] ?? RATE_LIMITED,
+/** What the edge answers under /v1, past authentication, whatever the route (docs/api.md, "Errors"). */
+const V1_EDGE: Readonly<Record<string, Json>> = {
+  400: error(
+    'A bad query parameter (`invalid_query`, with `reason` such as `unknown_parameter`, ' +
+      '`repeated_parameter` or `invalid_text`, and `parameter`), or a malformed JSON body ' +
+      '(`invalid_request`, `malformed_json`).',
+  ),
+  401: {
+    ...error('Missing, expired or invalid token (`unauthorized`).'),
+    headers: {
+      'WWW-Authenticate': {
+        description: 'RFC 6750: `Bearer realm="device-cloud"`, with `error="invalid_token"` for a bad token.',
+        required: true,
+        schema: { type: 'string' },
+      },
     },
+  },
+  413: error('A body over 64 kB (`payload_too_large`).'),
+  415: error(
+    'A body that is not JSON, or with a Content-Encoding other than identity (`unsupported_media_type`).',
+  ),
+  422: error(
+    `A body nested deeper than ${MAX_BODY_DEPTH} (\`too_deep\`, with \`maxDepth\`), or with a string that ` +
+      'cannot be stored (`invalid_text`).',
+  ),
+};
+
+/** Two descriptions of one status: the operation's own first, then what the edge adds. */
+function merged(own: Json | undefined, edge: Json): Json {
+  if (own === undefined) return edge;
+  return {
+    ...edge,
+    ...own,
+    description: `${own.description as string} Also: ${edge.description as string}`,
+    headers: { ...(edge.headers as Json | undefined), ...(own.headers as Json | undefined) },
   };
 }
 
-const ok = (id: string, description: string, headers: Json = {}) => ({
-  description,
-  ...(Object.keys(headers).length > 0 && { headers }),
-  content: { 'application/json': { schema: ref(id) } },
-});
-
-const LIVE_BAD_QUERY = error(
-  'Bad query (`invalid_query`: unknown parameter such as projectId, a token in the query string ' +
-    '(`token_in_query_string`), a heartbeat that is not a number), or an unknown type or capability ' +
-    '(`invalid_filter`, with `invalid` and `valid`).',
-);
-
-const INVALID_QUERY = error(
-  'Unknown, repeated or malformed query parameter (`invalid_query`, with `parameter`).',
-);
-
-/** Query parameters from a route's strict query schema: name, optionality, description and JSON Schema. */
-function queryParameters(schema: z.ZodObject): Json[] {
-  return Object.entries(schema.shape).map(([name, field]) => {
-    const { description, ...jsonSchema } = clean(z.toJSONSchema(field as z.ZodType, { io: 'input' }));
-    return {
-      name,
-      in: 'query',
-      required: !(field as z.ZodType).safeParse(undefined).success,
-      ...(description !== undefined && { description }),
-      schema: jsonSchema,
-    };
-  });
+/**
+ * Every answer an operation can give besides its own outcomes: the edge's statuses (rate limit,
+ * unavailable dependency, and under /v1 the query, body and token checks), and on every answer the
+ * headers the middleware adds (X-Request-Id; ETag on a JSON body, as express sends it).
+ */
+function withEdgeAnswers(operation: Operation): Operation {
+  const authenticated = (operation.security ?? []).some((s) => Object.keys(s as Json).includes('oauth2'));
+  const responses: Record<string, Json> = { ...operation.responses };
+  if (authenticated)
+    for (const [status, edge] of Object.entries(V1_EDGE)) responses[status] = merged(responses[status], edge);
+  responses[429] ??= RATE_LIMITED;
+  responses[500] ??= FAULT;
+  responses[503] = responses[503] === undefined ? UNAVAILABLE : merged(responses[503], UNAVAILABLE);
+  const withHeaders = Object.fromEntries(
+    Object.entries(responses).map(([status, answer]) => {
+      const content = answer.content as Json | undefined;
+      const json = content?.['application/json'] !== undefined;
+      const headers = {
+        'X-Request-Id': header('RequestId'),
+        ...(json && { ETag: header('ETag') }),
+        ...(answer.headers as Json | undefined),
+      };
+      return [status, { ...answer, headers }];
+    }),
+  );
+  return { ...operation, responses: withHeaders };
 }
 
 /** Express-style method and path of each operation, then the operation. */
-const OPERATIONS: readonly (readonly [string, string, Json])[] = [
-  [
-    'get',
-    '/health',
-    {
-      summary: 'Liveness of the service and its dependencies',
-      security: [],
-      responses: {
-        200: ok('Health', 'The service and its dependencies answer.'),
-        503: ok('Health', 'A dependency is down; the body names it.'),
-        429: RATE_LIMITED,
-      },
-    },
-  ],
+const OPERATIONS: readonly OperationDeclaration[] = [
+  ...healthOperations,
   [
     'get',
     '/openapi.json',
     {
+      operationId: 'getOpenApiDocument',
       summary: 'This document',
       security: [],
       responses: {
         200: {
           description: 'The OpenAPI 3.1 document.',
+          headers: PUBLIC_HOUR,
           content: { 'application/json': { schema: { type: 'object' } } },
         },
         429: RATE_LIMITED,
       },
     },
   ],
-  [
-    'get',
-    METADATA_PATH,
-    {
-      summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
-      description:
-        'For discovery by OAuth libraries. When PUBLIC_BASE_URL has a path, also served at this path followed ' +
-        'by that path (RFC 8414 §3.1). Cache-Control: public, max-age=3600.',
-      security: [],
-      responses: {
-        200: ok('AuthorizationServerMetadata', 'The metadata.'),
-        429: RATE_LIMITED,
-      },
-    },
-  ],
-  [
-    'post',
-    '/v1/oauth/token',
-    {
-      summary: 'Access token (OAuth 2.0 client_credentials)',
-      description:
-        'Credentials in the form, or with HTTP Basic when the client was created for it (then credentials ' +
-        'in the form answer invalid_client). No refresh token. Responses carry Cache-Control: no-store.',
-      security: [{}, { clientBasic: [] }],
-      requestBody: {
-        required: true,
-        content: { 'application/x-www-form-urlencoded': { schema: ref('TokenRequest') } },
-      },
-      responses: {
-        200: ok('TokenResponse', 'The access token.'),
-        400: ok(
-          'OAuthError',
-          'invalid_request (also a body that is not a form), unsupported_grant_type or invalid_scope.',
-        ),
-        401: ok('OAuthError', 'invalid_client: unknown client, wrong secret, revoked, or wrong method.'),
-        415: error('A Content-Encoding other than identity (`unsupported_media_type`).'),
-        429: RATE_LIMITED,
-      },
-    },
-  ],
-  [
-    'get',
-    '/v1/devices',
-    secured('devices:read', {
-      summary: "A page of the project's devices",
-      description:
-        'Filters combine and match exactly (case-sensitive). Pages are in registration order; follow ' +
-        'nextCursor, with the same filters, until it is absent. Devices registered during a walk appear at its end.',
-      parameters: queryParameters(deviceListQuerySchema),
-      responses: {
-        200: ok('DeviceList', 'A page of devices; an empty list is a valid answer.'),
-        400: INVALID_QUERY,
-      },
-    }),
-  ],
-  [
-    'get',
-    '/v1/devices/:publicId',
-    secured('devices:read', {
-      summary: 'One device',
-      parameters: [{ name: 'publicId', in: 'path', required: true, schema: { type: 'string' } }],
-      responses: {
-        200: ok('Device', 'The device.'),
-        400: INVALID_QUERY,
-        404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
-      },
-    }),
-  ],
-  [
-    'get',
-    '/v1/sites',
-    secured('devices:read', {
-      summary: "The project's sites, oldest first (not paginated)",
-      responses: { 200: ok('SiteList', 'Every site of the project.'), 400: INVALID_QUERY },
-    }),
-  ],
-  [
-    'get',
-    '/v1/catalog/capabilities',
-    secured('catalog:read', {
-      summary: 'The capability catalogue',
-      responses: {
-        200: ok('Catalogue', 'Every catalogue entry.', {
-          'Cache-Control': { schema: { type: 'string' }, description: 'private, max-age=3600' },
-          ETag: {
-            schema: { type: 'string' },
-            description: 'Strong validator; send it back in If-None-Match.',
-          },
-        }),
-        304: { description: 'Not modified since the ETag sent in If-None-Match.' },
-        400: INVALID_QUERY,
-      },
-    }),
-  ],
-  [
-    'post',
-    '/v1/bindings',
-    secured('devices:write', {
-      summary: 'Bind a device to an object of your application',
-      parameters: [idempotencyKeyHeader('body')],
-      requestBody: { required: true, content: { 'application/json': { schema: ref('BindingRequest') } } },
-      responses: {
-        201: ok('BindingCreated', 'The binding (also on an idempotent replay).'),
-        404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
-        409: error('The idempotency key was used with a different body (`conflict`).'),
-        422: error('Validation failure (`invalid_request`, with `reason` and `field`).'),
-      },
-    }),
-  ],
-  [
-    'get',
-    '/v1/bindings',
-    secured('devices:read', {
-      summary: "The project's bindings, oldest first (not paginated)",
-      responses: { 200: ok('BindingList', 'Every binding of the project.'), 400: INVALID_QUERY },
-    }),
-  ],
-  [
-    'get',
-    '/v1/devices/:publicId/state',
-    secured('devices:read', {
-      summary: 'Latest value of each capability, with quality markers and connectivity',
-      description:
-        'A capability absent from state[] has no value yet. Quality and connectivity: docs/telemetry.md.',
-      parameters: [{ name: 'publicId', in: 'path', required: true, schema: { type: 'string' } }],
-      responses: {
-        200: ok('DeviceState', 'The state; an empty state[] when nothing was reported yet.'),
-        400: INVALID_QUERY,
-        404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
-      },
-    }),
-  ],
-  [
-    'get',
-    '/v1/devices/:publicId/telemetry',
-    secured('telemetry:read', {
-      summary: 'History of a device: pre-aggregated buckets, or raw readings',
-      description:
-        'Buckets whose start lies in [from, to), oldest first, capability by capability; empty buckets are ' +
-        'absent. Counters never use avg or sum; `aggregation` says what was used. docs/telemetry.md.',
-      parameters: [
-        { name: 'publicId', in: 'path', required: true, schema: { type: 'string' } },
-        ...queryParameters(telemetryQuerySchema),
-      ],
-      responses: {
-        200: ok('Telemetry', 'The points.'),
-        400: error('Bad query (`invalid_query`, with `reason` and `parameter`).'),
-        404: error('No such device in your project (`not_found`); a foreign device answers the same.'),
-      },
-    }),
-  ],
+  ...metadataOperations,
+  ...tokenOperations,
+  ...deviceOperations,
+  ...siteOperations,
+  ...catalogueOperations,
+  ...bindingOperations,
+  ...deviceStateOperations,
+  ...telemetryOperations,
   ...pairingOperations(),
-  [
-    'get',
-    '/v1/live',
-    secured('telemetry:live', {
-      summary: 'Live stream (Server-Sent Events)',
-      description:
-        'Bearer header only. `retry: 5000` first, then frames (`id`, `event`, `data` as one line of JSON) and ' +
-        'a `: ping` comment every heartbeat. `Last-Event-ID` (or lastEventId) resumes strictly after that ' +
-        'frame. Frame ids are opaque and sealed for your project: the same frame keeps its id, ids are not ' +
-        "ordered, and another project's id is unknown_id. HEAD answers the same headers without opening " +
-        'a stream. The data of each event type is the schema named in x-sse-events. docs/api.md, "Live stream".',
-      parameters: [
-        ...queryParameters(liveQuerySchema),
-        {
-          name: 'Last-Event-ID',
-          in: 'header',
-          required: false,
-          description: 'Resume strictly after this frame id; wins over lastEventId.',
-          schema: { type: 'string' },
-        },
-      ],
-      'x-sse-events': Object.fromEntries(Object.keys(LIVE_FRAME_SCHEMAS).map((e) => [e, ref(frameId(e))])),
-      responses: {
-        200: {
-          description: 'The stream, until the client leaves or a stream_error frame ends it.',
-          content: { 'text/event-stream': { schema: { type: 'string' } } },
-        },
-        429: {
-          ...RATE_LIMITED,
-          description:
-            'Rate limit exceeded, or too many open streams for this client (`too_many_streams`, with `limit`).',
-        },
-        400: LIVE_BAD_QUERY,
-      },
-    }),
-  ],
-  [
-    'head',
-    '/v1/live',
-    secured('telemetry:live', {
-      summary: "The live stream's headers, without a stream",
-      description:
-        'Checked as GET is (token, scope, query). Answers the headers GET begins its stream with and no ' +
-        'body; opens no stream and holds no slot, so it never answers too_many_streams.',
-      parameters: queryParameters(liveQuerySchema),
-      responses: {
-        200: { description: 'As a stream begins: `Content-Type: text/event-stream`; no body.' },
-        400: LIVE_BAD_QUERY,
-      },
-    }),
-  ],
-  ...controlOperations(),
+  ...liveOperations,
+  ...grantOperations,
+  ...commandOperations,
 ];
 
 /** "GET /v1/devices/:publicId" for each documented operation, as express declares its routes. */
 export const DOCUMENTED_ROUTES: readonly string[] = OPERATIONS.map(([m, p]) => `${m.toUpperCase()} ${p}`);
 
-export function openApiDocument(): Json {
+/**
+ * The server docs/openapi.json names, a reserved name (RFC 2606) that resolves nowhere: the checked-in
+ * document belongs to no deployment. GET /openapi.json names its own deployment's PUBLIC_BASE_URL.
+ */
+export const PLACEHOLDER_BASE_URL = 'https://device-cloud.invalid';
+
+/** The document for a deployment reached at `publicBaseUrl` (its servers and token URL). */
+export function openApiDocument(publicBaseUrl: string = PLACEHOLDER_BASE_URL): Json {
+  const base = publicBaseUrl.replace(/\/+$/, '');
   const paths: Record<string, Json> = {};
   for (const [method, expressPath, operation] of OPERATIONS) {
     const path = expressPath.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    paths[path] = { ...paths[path], [method]: operation };
+    const described = withEdgeAnswers(operation as Operation);
+    paths[path] = { ...paths[path], [method]: described };
+  }
+  // RFC 8414 §3.1: with a path in PUBLIC_BASE_URL the metadata is also served after the well-known segment.
+  const basePath = new URL(base).pathname.replace(/\/+$/, '');
+  if (basePath !== '') {
+    const metadata = paths[METADATA_PATH]!.get as Json;
+    paths[METADATA_PATH + basePath] = {
+      get: { ...metadata, operationId: 'getAuthorizationServerMetadataUnderBasePath' },
+    };
   }
   return {
     openapi: '3.1.0',
@@ -439,18 +284,39 @@ export function openApiDocument(): Json {
       title: 'Device Cloud API',
       version: 'v1',
       description:
-        'EU-hosted cloud for connected devices. Every path but /health, /openapi.json, the OAuth metadata ' +
-        'and the token endpoint needs Authorization: Bearer <ACCESS_TOKEN>. Decisions the interface leaves open are in docs/api.md.',
+        'EU-hosted cloud for connected devices: register and list devices and sites, read their state and ' +
+        'telemetry history, follow them live (Server-Sent Events), pair new devices through a hub, and send ' +
+        'commands to them behind a safety gate of write grants. Every path but /health, /openapi.json, the ' +
+        'OAuth metadata and the token endpoint needs Authorization: Bearer <ACCESS_TOKEN> (OAuth 2.0 ' +
+        'client_credentials). Every answer carries X-Request-Id; every operation may answer 429 and 503 with ' +
+        'Retry-After. Any other path, or a method a path does not serve, answers 404 `not_found` (under /v1, ' +
+        '401 first without a token, and a body refused as on any operation); other methods on the token endpoint answer 405 `method_not_allowed` ' +
+        'with `Allow: POST`. Decisions the interface leaves open are in docs/api.md.',
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
     },
+    servers: [
+      {
+        url: base,
+        description: 'This deployment (PUBLIC_BASE_URL); in docs/openapi.json, a placeholder for it.',
+      },
+    ],
     paths,
     components: {
-      schemas: { ...componentSchemas(requests, 'input'), ...componentSchemas(responses, 'output') },
+      schemas: {
+        ...componentSchemas(requests, 'input'),
+        ...componentSchemas(responses, 'output'),
+        LiveFrame: {
+          description: 'The `data` of one live frame; its `event` line names which.',
+          anyOf: Object.keys(LIVE_FRAME_SCHEMAS).map((e) => ref(liveFrameId(e))),
+        },
+      },
+      headers: SHARED_HEADERS,
       securitySchemes: {
         oauth2: {
           type: 'oauth2',
           flows: {
             clientCredentials: {
-              tokenUrl: '/v1/oauth/token',
+              tokenUrl: `${base}/v1/oauth/token`,
               scopes: Object.fromEntries(SCOPES.map((s) => [s, SCOPE_DESCRIPTIONS[s]])),
             },
           },
@@ -480,216 +346,5 @@ function dropClosedObjects(schema: Json): Json {
   ) as Json;
 }
 
-/** Drops what JSON Schema generation adds for standalone use, and zod's long date-time regex (format says it). */
-function clean(schema: Json): Json {
-  const { $schema: _schema, $id: _id, ...rest } = schema;
-  return JSON.parse(
-    JSON.stringify(rest, (_key, value: unknown) => {
-      if (value && typeof value === 'object' && (value as Json).format === 'date-time') {
-        const { pattern: _pattern, ...withoutPattern } = value as Json;
-        return withoutPattern;
-      }
-      return value;
-    }),
-  ) as Json;
-}
-
 /** The checked-in form, docs/openapi.json: two-space JSON and a final newline. */
 export const renderOpenApi = () => JSON.stringify(openApiDocument(), null, 2) + '\n';
-
-/** /v1/pairing/sessions: decisions the spec leaves open are in docs/pairing.md. */
-function pairingOperations(): (readonly [string, string, Json])[] {
-  const sessionPath = { name: 'id', in: 'path', required: true, schema: { type: 'string' } };
-  const missingSession = error(
-    'No such pairing session in your project (`not_found`); a foreign session answers the same.',
-  );
-  const candidateBody = {
-    required: true,
-    content: { 'application/json': { schema: ref('CandidateRequest') } },
-  };
-  return [
-    [
-      'post',
-      '/v1/pairing/sessions',
-      secured('devices:write', {
-        summary: 'Open a pairing window on a hub',
-        description:
-          "The hub's agent is told to permit joining until closesAt; the window then closes itself. One open " +
-          "window per hub: a second open answers 409 with the open window's sessionId.",
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: ref('PairingSessionRequest') } },
-        },
-        responses: {
-          201: ok('PairingSessionBody', 'The open window.'),
-          404: error('No such hub in your project (`not_found`); a foreign hub answers the same.'),
-          409: error(
-            'A window is open on the hub: `{"error":"conflict","reason":"pairing_window_open","sessionId":...}`; ' +
-              'or the hub is not active (`hub_not_active`).',
-          ),
-          422: error('durationSeconds out of range (`invalid_value`), or a body that does not fit.'),
-        },
-      }),
-    ],
-    [
-      'get',
-      '/v1/pairing/sessions/:id',
-      secured('devices:write', {
-        summary: 'The window and every candidate that joined it',
-        parameters: [sessionPath],
-        responses: { 200: ok('PairingSessionBody', 'The window and its candidates.'), 404: missingSession },
-      }),
-    ],
-    [
-      'delete',
-      '/v1/pairing/sessions/:id',
-      secured('devices:write', {
-        summary: 'Close the window now',
-        description:
-          'The agent is told to stop permitting joins. Closing a closed window answers it unchanged.',
-        parameters: [sessionPath],
-        responses: { 200: ok('PairingSessionBody', 'The closed window.'), 404: missingSession },
-      }),
-    ],
-    [
-      'post',
-      '/v1/pairing/sessions/:id/adopt',
-      secured('devices:write', {
-        summary: 'Adopt a candidate: it becomes a device with a public id',
-        description:
-          'The device is a child of the hub, in its site, status active, profile draft. Every writable ' +
-          'capability starts with an explicit write denial and is listed in write_blocked.',
-        parameters: [sessionPath],
-        requestBody: candidateBody,
-        responses: {
-          201: ok('Adoption', 'The new device (as GET /v1/devices/{publicId}) and write_blocked.'),
-          404: error('No such session, or no such candidate in it (`not_found`).'),
-          409: error('The candidate is not pending (`candidate_not_pending`, with its `state`).'),
-          422: error('ieeeAddr missing or malformed.'),
-        },
-      }),
-    ],
-    [
-      'post',
-      '/v1/pairing/sessions/:id/reject',
-      secured('devices:write', {
-        summary: 'Refuse a candidate; the record is kept and the hub keeps refusing that device',
-        parameters: [sessionPath],
-        requestBody: candidateBody,
-        responses: {
-          200: ok('PairingCandidateBody', 'The refused candidate.'),
-          404: error('No such session, or no such candidate in it (`not_found`).'),
-          409: error('The candidate is not pending (`candidate_not_pending`, with its `state`).'),
-          422: error('ieeeAddr missing or malformed.'),
-        },
-      }),
-    ],
-  ];
-}
-
-function controlOperations(): (readonly [string, string, Json])[] {
-  const devicePath = { name: 'publicId', in: 'path', required: true, schema: { type: 'string' } };
-  const missingDevice = error(
-    'No such device in your project (`not_found`); a foreign device answers the same.',
-  );
-  const contended = {
-    description:
-      'Too many concurrent writes on the device (`contention`); nothing was recorded. Retry after Retry-After.',
-    headers: { 'Retry-After': { schema: { type: 'integer' }, description: 'Seconds to wait.' } },
-    content: { 'application/json': { schema: ref('Error') } },
-  };
-  const commandPost = secured('commands:write', {
-    summary: 'Send a command to a writable capability, behind the safety gate',
-    description:
-      'Answered 201 once validated, recorded and queued (not proof that the hardware acted). Refusals are 403 ' +
-      'with reasons[] (closed list: docs/commands.md); S3 needs commands:high_risk and a two-step challenge.',
-    parameters: [devicePath, idempotencyKeyHeader('content (device, capability, value, mode, ttlSeconds)')],
-    requestBody: { required: true, content: { 'application/json': { schema: ref('CommandRequest') } } },
-    responses: {
-      201: ok('CommandAnswer', 'Accepted and queued (also on an idempotent replay: the same commandId).'),
-      409: error('The idempotency key was used with other content (`conflict`, `idempotency_key_reused`).'),
-      422: error(
-        'A body that does not fit (`invalid_request`; a challengeId on an S1/S2 command is ' +
-          '`challenge_not_applicable`), or a value that fails the capability (`invalid_value`) when no policy reason stands.',
-      ),
-      503: contended,
-    },
-  }) as Json & { responses: Json };
-  commandPost.responses = {
-    ...commandPost.responses,
-    403: error(
-      'Without reasons: the token lacks commands:write, or commands:high_risk for an S3 capability. With ' +
-        'reasons[]: a safety refusal; a missing or foreign device is `device_not_addressable` (never 404). A first ' +
-        'S3 request that passes everything else answers `["challenge_required"]` and `challenge {challengeId, expiresAt}`; ' +
-        'the answer must repeat that exact command (`challenge_mismatch`) before any grant, profile or lifecycle ' +
-        'change of the device (`challenge_voided`).',
-    ),
-  };
-  const grantPut = secured('grants:revoke', {
-    summary: 'Enable (write true, grants:admin) or revoke (write false, grants:revoke) one write grant',
-    description:
-      'S2 and S3 need a verified profile (409 `profile_not_verified` otherwise, nothing recorded); S1 may be ' +
-      'enabled on a draft profile. A revoke cancels the pending commands of the pair. Repeating a change records nothing.',
-    parameters: [devicePath],
-    requestBody: { required: true, content: { 'application/json': { schema: ref('GrantRequest') } } },
-    responses: {
-      200: ok('GrantAnswer', 'The grant as it now stands.'),
-      404: missingDevice,
-      409: error(
-        '`profile_not_verified` (S2/S3 on a draft profile) or `device_lifecycle` (revoked or retired device).',
-      ),
-      422: error(
-        'Unknown capability, read-only capability, or one the device does not have (`invalid_value`).',
-      ),
-      503: contended,
-    },
-  }) as Json & { responses: Json };
-  grantPut.responses = {
-    ...grantPut.responses,
-    403: error('The token lacks grants:revoke, or grants:admin to enable (`forbidden`, no reasons).'),
-  };
-  return [
-    ['put', '/v1/devices/:publicId/capability-grants', grantPut],
-    [
-      'get',
-      '/v1/devices/:publicId/capability-grants',
-      secured('devices:read', {
-        summary: 'Every writable capability of the device with its grant state, who changed it last and when',
-        parameters: [devicePath],
-        responses: {
-          200: ok('GrantList', 'One entry per writable capability.'),
-          400: INVALID_QUERY,
-          404: missingDevice,
-        },
-      }),
-    ],
-    ['post', '/v1/devices/:publicId/commands', commandPost],
-    [
-      'get',
-      '/v1/commands/:commandId',
-      secured('commands:read', {
-        summary: 'One command and its current status',
-        parameters: [{ name: 'commandId', in: 'path', required: true, schema: { type: 'string' } }],
-        responses: {
-          200: ok('CommandAnswer', 'The command.'),
-          400: INVALID_QUERY,
-          404: error('No such command in your project (`not_found`); a foreign command answers the same.'),
-        },
-      }),
-    ],
-    [
-      'get',
-      '/v1/devices/:publicId/commands',
-      secured('commands:read', {
-        summary: "A page of a device's commands, in acceptance order",
-        description: 'Filters combine. Follow nextCursor, with the same filters, until it is absent.',
-        parameters: [devicePath, ...queryParameters(commandListQuerySchema)],
-        responses: {
-          200: ok('CommandList', 'A page of commands.'),
-          400: error('Bad query (`invalid_query`, with `reason` and `parameter`), `from_after_to` included.'),
-          404: missingDevice,
-        },
-      }),
-    ],
-  ];
-}

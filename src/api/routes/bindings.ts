@@ -7,8 +7,17 @@ import { waitForProjection } from '../../projections/catch-up.js';
 import { listBindings } from '../../projections/bindings/queries.js';
 import { createBinding } from '../../registry/bindings.js';
 import { requireScope } from '../auth/require-scope.js';
-import { idempotencyKey, idempotencyKeySchema } from '../idempotency-key.js';
+import { idempotencyKey, idempotencyKeyHeader, idempotencyKeySchema } from '../idempotency-key.js';
 import { noQuerySchema, parseBody, parseQuery } from '../validation.js';
+import {
+  error,
+  ok,
+  jsonBody,
+  secured,
+  INVALID_QUERY,
+  NO_SUCH_DEVICE,
+  type OperationDeclaration,
+} from '../openapi/operation.js';
 
 const label = z.string().min(1);
 
@@ -103,3 +112,32 @@ export function bindingRoutes(deps: { pool: Pool; store: EventStore; now: () => 
 
   return router;
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const bindingOperations: readonly OperationDeclaration[] = [
+  [
+    'post',
+    '/v1/bindings',
+    secured('devices:write', {
+      operationId: 'createBinding',
+      summary: 'Bind a device to an object of your application',
+      parameters: [idempotencyKeyHeader('body')],
+      requestBody: jsonBody('BindingRequest'),
+      responses: {
+        201: ok('BindingCreated', 'The binding (also on an idempotent replay).'),
+        404: NO_SUCH_DEVICE,
+        409: error('The idempotency key was used with a different body (`conflict`).'),
+        422: error('Validation failure (`invalid_request`, with `reason` and `field`).'),
+      },
+    }),
+  ],
+  [
+    'get',
+    '/v1/bindings',
+    secured('devices:read', {
+      operationId: 'listBindings',
+      summary: "The project's bindings, oldest first (not paginated)",
+      responses: { 200: ok('BindingList', 'Every binding of the project.'), 400: INVALID_QUERY },
+    }),
+  ],
+];

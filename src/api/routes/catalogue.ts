@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { CAPABILITIES, toCatalogueEntryWire } from '../../domain/catalogue/index.js';
 import { requireScope } from '../auth/require-scope.js';
 import { noQuerySchema, parseQuery } from '../validation.js';
+import { ok, secured, INVALID_QUERY, type OperationDeclaration } from '../openapi/operation.js';
 
 export const catalogueEntrySchema = z.object({
   key: z.string().meta({ description: 'Canonical capability key, exact and case-sensitive.' }),
@@ -39,3 +40,32 @@ export function catalogueRoutes(): Router {
   });
   return router;
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const catalogueOperations: readonly OperationDeclaration[] = [
+  [
+    'get',
+    '/v1/catalog/capabilities',
+    secured('catalog:read', {
+      operationId: 'getCapabilityCatalogue',
+      summary: 'The capability catalogue',
+      responses: {
+        200: ok('Catalogue', 'Every catalogue entry.', {
+          'Cache-Control': { schema: { type: 'string' }, description: '`private, max-age=3600`.' },
+          ETag: {
+            schema: { type: 'string' },
+            description: 'Strong validator; send it back in If-None-Match.',
+          },
+        }),
+        304: {
+          description: 'Not modified since the ETag sent in If-None-Match.',
+          headers: {
+            'Cache-Control': { schema: { type: 'string' }, description: '`private, max-age=3600`.' },
+            ETag: { schema: { type: 'string' }, description: 'The validator that matched.' },
+          },
+        },
+        400: INVALID_QUERY,
+      },
+    }),
+  ],
+];

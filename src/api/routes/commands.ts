@@ -10,10 +10,23 @@ import type { Pool } from '../../infra/postgres/pool.js';
 import { findCommand, listCommands, type CommandRow } from '../../projections/commands/queries.js';
 import { findDevice } from '../../projections/devices/queries.js';
 import { requireScope } from '../auth/require-scope.js';
-import { idempotencyKey, idempotencyKeySchema } from '../idempotency-key.js';
+import { idempotencyKey, idempotencyKeyHeader, idempotencyKeySchema } from '../idempotency-key.js';
 import { commandCursors } from '../pagination/command-cursor.js';
 import { noQuerySchema, parseBody, parseQuery, queryProblem } from '../validation.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageLimitSchema } from './devices.js';
+import {
+  CONTENDED,
+  error,
+  INVALID_QUERY,
+  jsonBody,
+  NO_SUCH_DEVICE,
+  ok,
+  pathParameter,
+  queryParameters,
+  secured,
+  withForbidden,
+  type OperationDeclaration,
+} from '../openapi/operation.js';
 
 /** 'missing' for an absent field, else the given reason: the 422 says which it was. */
 const absentOr = (reason: string) => (issue: { input: unknown }) =>
@@ -220,3 +233,74 @@ export function commandRoutes(deps: {
 
   return router;
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const commandOperations: readonly OperationDeclaration[] = [
+  [
+    'post',
+    '/v1/devices/:publicId/commands',
+    withForbidden(
+      secured('commands:write', {
+        operationId: 'sendCommand',
+        summary: 'Send a command to a writable capability, behind the safety gate',
+        description:
+          'Answered 201 once validated, recorded and queued (not proof that the hardware acted). Refusals are 403 ' +
+          'with reasons[] (closed list: docs/commands.md); S3 needs commands:high_risk and a two-step challenge.',
+        parameters: [
+          pathParameter('publicId'),
+          idempotencyKeyHeader('content (device, capability, value, mode, ttlSeconds)'),
+        ],
+        requestBody: jsonBody('CommandRequest'),
+        responses: {
+          201: ok('CommandAnswer', 'Accepted and queued (also on an idempotent replay: the same commandId).'),
+          404: error(
+            'A malformed device id, one no device can have (with a space, or far too long): `not_found`. A ' +
+              'well-formed id of a missing or foreign device is a 403 refusal instead.',
+          ),
+          409: error(
+            'The idempotency key was used with other content (`conflict`, `idempotency_key_reused`).',
+          ),
+          422: error(
+            'A body that does not fit (`invalid_request`; a challengeId on an S1/S2 command is ' +
+              '`challenge_not_applicable`), or a value that fails the capability (`invalid_value`) when no policy reason stands.',
+          ),
+          503: CONTENDED,
+        },
+      }),
+      'Without reasons: the token lacks commands:write, or commands:high_risk for an S3 capability. With ' +
+        'reasons[]: a safety refusal; a missing or foreign device is `device_not_addressable` (never 404). A first ' +
+        'S3 request that passes everything else answers `["challenge_required"]` and `challenge {challengeId, expiresAt}`; ' +
+        'the answer must repeat that exact command (`challenge_mismatch`) before any grant, profile or lifecycle ' +
+        'change of the device (`challenge_voided`).',
+    ),
+  ],
+  [
+    'get',
+    '/v1/commands/:commandId',
+    secured('commands:read', {
+      operationId: 'getCommand',
+      summary: 'One command and its current status',
+      parameters: [pathParameter('commandId')],
+      responses: {
+        200: ok('CommandAnswer', 'The command.'),
+        400: INVALID_QUERY,
+        404: error('No such command in your project (`not_found`); a foreign command answers the same.'),
+      },
+    }),
+  ],
+  [
+    'get',
+    '/v1/devices/:publicId/commands',
+    secured('commands:read', {
+      operationId: 'listDeviceCommands',
+      summary: "A page of a device's commands, in acceptance order",
+      description: 'Filters combine. Follow nextCursor, with the same filters, until it is absent.',
+      parameters: [pathParameter('publicId'), ...queryParameters(commandListQuerySchema)],
+      responses: {
+        200: ok('CommandList', 'A page of commands.'),
+        400: error('Bad query (`invalid_query`, with `reason` and `parameter`), `from_after_to` included.'),
+        404: NO_SUCH_DEVICE,
+      },
+    }),
+  ],
+];

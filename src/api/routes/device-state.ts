@@ -12,6 +12,14 @@ import { STATE_PROJECTOR_NAME } from '../../projections/state/projector.js';
 import { readDeviceState, type StateEntry } from '../../projections/state/queries.js';
 import { requireScope } from '../auth/require-scope.js';
 import { noQuerySchema, parseQuery } from '../validation.js';
+import {
+  ok,
+  pathParameter,
+  secured,
+  INVALID_QUERY,
+  NO_SUCH_DEVICE,
+  type OperationDeclaration,
+} from '../openapi/operation.js';
 
 /** Envelope and entries are camelCase, as the spec's State record. */
 export const stateEntrySchema = z.object({
@@ -107,3 +115,32 @@ async function siteDayStart(
   const site = await findSite(pool, projectId, siteId);
   return site && startOfLocalDay(nowMs, site.timezone);
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const deviceStateOperations: readonly OperationDeclaration[] = [
+  [
+    'get',
+    '/v1/devices/:publicId/state',
+    secured('devices:read', {
+      operationId: 'getDeviceState',
+      summary: 'Latest value of each capability, with quality markers and connectivity',
+      description:
+        'A capability absent from state[] has no value yet. Quality and connectivity: docs/telemetry.md.',
+      parameters: [pathParameter('publicId')],
+      responses: {
+        200: ok('DeviceState', 'The state; an empty state[] when nothing was reported yet.', {
+          [FRESHNESS_HEADERS.lagSeconds]: {
+            description: 'How far the read models were behind the event store, in seconds (3 decimals).',
+            schema: { type: 'number', minimum: 0 },
+          },
+          [FRESHNESS_HEADERS.measuredAt]: {
+            description: 'When that lag was measured.',
+            schema: { type: 'string', format: 'date-time' },
+          },
+        }),
+        400: INVALID_QUERY,
+        404: NO_SUCH_DEVICE,
+      },
+    }),
+  ],
+];

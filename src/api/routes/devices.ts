@@ -7,6 +7,15 @@ import { findDevice, listDevices, type DeviceRecord } from '../../projections/de
 import { requireScope } from '../auth/require-scope.js';
 import { deviceCursors } from '../pagination/device-cursor.js';
 import { noQuerySchema, parseQuery } from '../validation.js';
+import {
+  ok,
+  pathParameter,
+  secured,
+  INVALID_QUERY,
+  NO_SUCH_DEVICE,
+  queryParameters,
+  type OperationDeclaration,
+} from '../openapi/operation.js';
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -33,7 +42,7 @@ export const pageLimitSchema = z
   .string()
   .regex(/^[0-9]{1,9}$/, { error: 'not_a_positive_integer' })
   .transform(Number)
-  .pipe(z.number().int().min(1, { error: 'not_a_positive_integer' }))
+  .pipe(z.number().int().min(1, { error: 'not_a_positive_integer' }).max(999_999_999))
   .optional();
 
 export const deviceListQuerySchema = z.strictObject({
@@ -110,3 +119,37 @@ export function deviceRoutes(deps: { pool: Pool; cursorKey: (name: string) => Pr
 
   return router;
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const deviceOperations: readonly OperationDeclaration[] = [
+  [
+    'get',
+    '/v1/devices',
+    secured('devices:read', {
+      operationId: 'listDevices',
+      summary: "A page of the project's devices",
+      description:
+        'Filters combine and match exactly (case-sensitive). Pages are in registration order; follow ' +
+        'nextCursor, with the same filters, until it is absent. Devices registered during a walk appear at its end.',
+      parameters: queryParameters(deviceListQuerySchema),
+      responses: {
+        200: ok('DeviceList', 'A page of devices; an empty list is a valid answer.'),
+        400: INVALID_QUERY,
+      },
+    }),
+  ],
+  [
+    'get',
+    '/v1/devices/:publicId',
+    secured('devices:read', {
+      operationId: 'getDevice',
+      summary: 'One device',
+      parameters: [pathParameter('publicId')],
+      responses: {
+        200: ok('Device', 'The device.'),
+        400: INVALID_QUERY,
+        404: NO_SUCH_DEVICE,
+      },
+    }),
+  ],
+];

@@ -12,6 +12,18 @@ import { grantsOfDevice } from '../../projections/grants/queries.js';
 import { missingScope, unauthenticated } from '../http-errors.js';
 import { requireScope } from '../auth/require-scope.js';
 import { noQuerySchema, parseBody, parseQuery } from '../validation.js';
+import {
+  withForbidden,
+  CONTENDED,
+  error,
+  INVALID_QUERY,
+  jsonBody,
+  NO_SUCH_DEVICE,
+  ok,
+  pathParameter,
+  secured,
+  type OperationDeclaration,
+} from '../openapi/operation.js';
 
 export const grantRequestSchema = z.strictObject({
   capabilityKey: z.string().min(1).max(128).meta({ description: 'A writable capability of the device.' }),
@@ -115,3 +127,48 @@ export function grantRoutes(deps: { pool: Pool; store: EventStore; now: () => nu
 
   return router;
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const grantOperations: readonly OperationDeclaration[] = [
+  [
+    'put',
+    '/v1/devices/:publicId/capability-grants',
+    withForbidden(
+      secured('grants:revoke', {
+        operationId: 'setCapabilityGrant',
+        summary: 'Enable (write true, grants:admin) or revoke (write false, grants:revoke) one write grant',
+        description:
+          'S2 and S3 need a verified profile (409 `profile_not_verified` otherwise, nothing recorded); S1 may be ' +
+          'enabled on a draft profile. A revoke cancels the pending commands of the pair. Repeating a change records nothing.',
+        parameters: [pathParameter('publicId')],
+        requestBody: jsonBody('GrantRequest'),
+        responses: {
+          200: ok('GrantAnswer', 'The grant as it now stands.'),
+          404: NO_SUCH_DEVICE,
+          409: error(
+            '`profile_not_verified` (S2/S3 on a draft profile) or `device_lifecycle` (revoked or retired device).',
+          ),
+          422: error(
+            'Unknown capability, read-only capability, or one the device does not have (`invalid_value`).',
+          ),
+          503: CONTENDED,
+        },
+      }),
+      'The token lacks grants:revoke, or grants:admin to enable (`forbidden`, no reasons).',
+    ),
+  ],
+  [
+    'get',
+    '/v1/devices/:publicId/capability-grants',
+    secured('devices:read', {
+      operationId: 'listCapabilityGrants',
+      summary: 'Every writable capability of the device with its grant state, who changed it last and when',
+      parameters: [pathParameter('publicId')],
+      responses: {
+        200: ok('GrantList', 'One entry per writable capability.'),
+        400: INVALID_QUERY,
+        404: NO_SUCH_DEVICE,
+      },
+    }),
+  ],
+];

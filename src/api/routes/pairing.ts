@@ -25,6 +25,15 @@ import { closePairingWindow, openPairingWindow } from '../../pairing/windows.js'
 import { requireScope } from '../auth/require-scope.js';
 import { noQuerySchema, parseBody, parseQuery } from '../validation.js';
 import { deviceSchema, toDeviceWire } from './devices.js';
+import {
+  error,
+  header,
+  jsonBody,
+  ok,
+  pathParameter,
+  secured,
+  type OperationDeclaration,
+} from '../openapi/operation.js';
 
 const { min, max } = PAIRING_WINDOW_SECONDS;
 
@@ -229,4 +238,94 @@ export function pairingRoutes(deps: { pool: Pool; store: EventStore; now: () => 
   });
 
   return router;
+}
+
+/** /v1/pairing/sessions: decisions the spec leaves open are in docs/pairing.md. */
+export function pairingOperations(): OperationDeclaration[] {
+  const sessionPath = pathParameter('id');
+  const missingSession = {
+    ...error('No such pairing session in your project (`not_found`); a foreign session answers the same.'),
+    headers: { 'Cache-Control': header('NoStore') },
+  };
+  const candidateBody = jsonBody('CandidateRequest');
+  return [
+    [
+      'post',
+      '/v1/pairing/sessions',
+      secured('devices:write', {
+        operationId: 'openPairingSession',
+        summary: 'Open a pairing window on a hub',
+        description:
+          "The hub's agent is told to permit joining until closesAt; the window then closes itself. One open " +
+          "window per hub: a second open answers 409 with the open window's sessionId.",
+        requestBody: jsonBody('PairingSessionRequest'),
+        responses: {
+          201: ok('PairingSessionBody', 'The open window.'),
+          404: error('No such hub in your project (`not_found`); a foreign hub answers the same.'),
+          409: error(
+            'A window is open on the hub: `{"error":"conflict","reason":"pairing_window_open","sessionId":...}`; ' +
+              'or the hub is not active (`hub_not_active`).',
+          ),
+          422: error('durationSeconds out of range (`invalid_value`), or a body that does not fit.'),
+        },
+      }),
+    ],
+    [
+      'get',
+      '/v1/pairing/sessions/:id',
+      secured('devices:write', {
+        operationId: 'getPairingSession',
+        summary: 'The window and every candidate that joined it',
+        parameters: [sessionPath],
+        responses: { 200: ok('PairingSessionBody', 'The window and its candidates.'), 404: missingSession },
+      }),
+    ],
+    [
+      'delete',
+      '/v1/pairing/sessions/:id',
+      secured('devices:write', {
+        operationId: 'closePairingSession',
+        summary: 'Close the window now',
+        description:
+          'The agent is told to stop permitting joins. Closing a closed window answers it unchanged.',
+        parameters: [sessionPath],
+        responses: { 200: ok('PairingSessionBody', 'The closed window.'), 404: missingSession },
+      }),
+    ],
+    [
+      'post',
+      '/v1/pairing/sessions/:id/adopt',
+      secured('devices:write', {
+        operationId: 'adoptPairingCandidate',
+        summary: 'Adopt a candidate: it becomes a device with a public id',
+        description:
+          'The device is a child of the hub, in its site, status active, profile draft. Every writable ' +
+          'capability starts with an explicit write denial and is listed in write_blocked.',
+        parameters: [sessionPath],
+        requestBody: candidateBody,
+        responses: {
+          201: ok('Adoption', 'The new device (as GET /v1/devices/{publicId}) and write_blocked.'),
+          404: error('No such session, or no such candidate in it (`not_found`).'),
+          409: error('The candidate is not pending (`candidate_not_pending`, with its `state`).'),
+          422: error('ieeeAddr missing or malformed.'),
+        },
+      }),
+    ],
+    [
+      'post',
+      '/v1/pairing/sessions/:id/reject',
+      secured('devices:write', {
+        operationId: 'rejectPairingCandidate',
+        summary: 'Refuse a candidate; the record is kept and the hub keeps refusing that device',
+        parameters: [sessionPath],
+        requestBody: candidateBody,
+        responses: {
+          200: ok('PairingCandidateBody', 'The refused candidate.'),
+          404: error('No such session, or no such candidate in it (`not_found`).'),
+          409: error('The candidate is not pending (`candidate_not_pending`, with its `state`).'),
+          422: error('ieeeAddr missing or malformed.'),
+        },
+      }),
+    ],
+  ];
 }

@@ -4,6 +4,7 @@ import type { Pool } from '../../infra/postgres/pool.js';
 import { listSites } from '../../projections/sites/queries.js';
 import { requireScope } from '../auth/require-scope.js';
 import { noQuerySchema, parseQuery } from '../validation.js';
+import { ok, secured, INVALID_QUERY, type OperationDeclaration } from '../openapi/operation.js';
 
 export const siteSchema = z.object({
   siteId: z.string(),
@@ -28,3 +29,16 @@ export function siteRoutes(deps: { pool: Pool }): Router {
   });
   return router;
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const siteOperations: readonly OperationDeclaration[] = [
+  [
+    'get',
+    '/v1/sites',
+    secured('devices:read', {
+      operationId: 'listSites',
+      summary: "The project's sites, oldest first (not paginated)",
+      responses: { 200: ok('SiteList', 'Every site of the project.'), 400: INVALID_QUERY },
+    }),
+  ],
+];

@@ -16,6 +16,15 @@ import { requireScope } from '../auth/require-scope.js';
 import { HttpProblem } from '../http-errors.js';
 import { parseQuery, queryProblem } from '../validation.js';
 import { RAW_POINT_LIMIT, bucketPointsJson, rawPoints, servedAggregations } from './telemetry-points.js';
+import {
+  error,
+  ok,
+  pathParameter,
+  secured,
+  NO_SUCH_DEVICE,
+  queryParameters,
+  type OperationDeclaration,
+} from '../openapi/operation.js';
 
 const days = (r: Resolution) => MAX_WINDOW_MS[r] / DAY_MS;
 
@@ -193,3 +202,24 @@ function defaultCapabilities(offered: readonly string[], resolution: Resolution)
     })
     .sort((a, b) => CATALOGUE_ORDER.get(a)! - CATALOGUE_ORDER.get(b)!);
 }
+
+/** The OpenAPI operations of these routes (document.ts assembles them). */
+export const telemetryOperations: readonly OperationDeclaration[] = [
+  [
+    'get',
+    '/v1/devices/:publicId/telemetry',
+    secured('telemetry:read', {
+      operationId: 'getDeviceTelemetry',
+      summary: 'History of a device: pre-aggregated buckets, or raw readings',
+      description:
+        'Buckets whose start lies in [from, to), oldest first, capability by capability; empty buckets are ' +
+        'absent. Counters never use avg or sum; `aggregation` says what was used. docs/telemetry.md.',
+      parameters: [pathParameter('publicId'), ...queryParameters(telemetryQuerySchema)],
+      responses: {
+        200: ok('Telemetry', 'The points.'),
+        400: error('Bad query (`invalid_query`, with `reason` and `parameter`).'),
+        404: NO_SUCH_DEVICE,
+      },
+    }),
+  ],
+];
