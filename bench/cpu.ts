@@ -21,11 +21,6 @@ export function processCpuUs(pid: number): number {
   }
 }
 
-/** One thread of this process (a worker thread's own id is not exposed, so: the main thread). */
-export function threadCpuUs(pid: number, tid: number): number {
-  return threadStatCpuUs(`/proc/${pid}/task/${tid}/stat`);
-}
-
 /** The calling thread, a worker thread included: /proc resolves thread-self for whoever reads it. */
 export function currentThreadCpuUs(): number {
   return threadStatCpuUs('/proc/thread-self/stat');
@@ -74,7 +69,7 @@ export function rssMiB(pid: number): number {
 }
 
 /** Busy CPU of the whole machine (all processes, all cores), for context: was anything else running? */
-export function machineBusyUs(): number {
+function machineBusyUs(): number {
   const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.split(/\s+/).slice(1).map(Number);
   const [user, nice, system, , , irq, softirq, steal] = cpu;
   return (user! + nice! + system! + irq! + softirq! + steal!) * TICK_US;

@@ -201,7 +201,7 @@ const BUILD_EVENTS = 20_000;
  * included, as the hub does once per event it follows and each catch-up read does again. In this process,
  * best of 7 rounds after a warm-up; a frame's share of the fan-out to streams is not in it.
  */
-export function frameBuildFigure(): void {
+function frameBuildFigure(): void {
   const receivedAt = new Date().toISOString();
   const events: RecordedEvent[] = Array.from({ length: BUILD_EVENTS }, (_, i) => ({
     id: `event-${i}`,

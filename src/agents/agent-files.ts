@@ -7,14 +7,14 @@ import type { RegisteredAgent } from './register.js';
  * The files `devcloud agent create` hands to an edge agent, and how an agent reads them back. The private
  * key is written with mode 0600 at creation and never passes through a logger.
  */
-export const AGENT_FILES = {
+const AGENT_FILES = {
   ca: 'ca.pem',
   cert: 'cert.pem',
   key: 'key.pem',
   connection: 'agent.json',
 } as const;
 
-export const agentConnectionSchema = z.object({
+const agentConnectionSchema = z.object({
   version: z.literal(1),
   /** mqtts://host:port of the cloud broker. */
   brokerUrl: z.string().regex(/^mqtts:\/\//),
@@ -26,7 +26,7 @@ export const agentConnectionSchema = z.object({
   timezone: z.string(),
 });
 
-export type AgentConnection = z.infer<typeof agentConnectionSchema>;
+type AgentConnection = z.infer<typeof agentConnectionSchema>;
 
 export interface AgentFiles {
   readonly connection: AgentConnection;
@@ -64,7 +64,7 @@ export interface WrittenAgentFiles {
 }
 
 /** Why agent files were not written; nothing was left behind. */
-export class AgentFilesRefused extends Error {
+class AgentFilesRefused extends Error {
   override readonly name = 'AgentFilesRefused';
 }
 

@@ -9,11 +9,11 @@ import type { Authority, IssuedCertificate } from '../ingress/pki/authority.js';
 import { newAgentId, newDevicePublicId } from '../registry/ids.js';
 
 /** What a hub registered by `agent create` reports about itself until its agent says more. */
-export const HUB_MANUFACTURER = 'Device Cloud';
-export const HUB_PRODUCT_MODEL = 'Edge hub';
+const HUB_MANUFACTURER = 'Device Cloud';
+const HUB_PRODUCT_MODEL = 'Edge hub';
 /** The coordinator's own diagnostics; its agent may publish these for the hub. */
 export const HUB_CAPABILITIES = ['system.uptime', 'system.device_temperature'] as const;
-export const AGENT_CERTIFICATE_DAYS = 365;
+const AGENT_CERTIFICATE_DAYS = 365;
 
 export interface RegisteredAgent {
   readonly agentId: string;

@@ -6,7 +6,7 @@ import { HttpProblem } from './http-errors.js';
  * Turns zod's first complaint into our error shape: a machine-readable reason code and the field it is
  * about. A schema may name the reason itself by giving a snake_case error message.
  */
-export function describeIssue(issue: z.core.$ZodIssue, input: unknown): { reason: string; field: string } {
+function describeIssue(issue: z.core.$ZodIssue, input: unknown): { reason: string; field: string } {
   const path = issue.path.map(String);
   if (issue.code === 'unrecognized_keys') path.push(issue.keys[0] ?? '');
   return {

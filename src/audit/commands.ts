@@ -30,7 +30,7 @@ export interface CommandStepRow {
   readonly detail: string;
 }
 
-export type CommandStep =
+type CommandStep =
   | 'challenge_issued'
   | 'accepted'
   | 'sent'

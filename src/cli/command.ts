@@ -21,7 +21,7 @@ export type OptionValues<O extends OptionSpecs> = {
   readonly [K in keyof O]?: O[K]['type'] extends 'boolean' ? boolean : string;
 };
 
-export interface Invocation<O extends OptionSpecs> {
+interface Invocation<O extends OptionSpecs> {
   readonly out: Output;
   /** The positional arguments after the command's words, at most as many as it declares. */
   readonly args: readonly (string | undefined)[];

@@ -7,7 +7,7 @@ const CONTROL_CHARACTERS = new RegExp(CONTROL_CHARACTER.source, 'gu');
  * written out as `\xNN` (C0, DEL, C1) or `\u{NNNN}` (bidi controls), so text an agent or operator wrote,
  * even text stored before such characters were refused, prints as one cell of one row.
  */
-export function escapeForTerminal(text: string): string {
+function escapeForTerminal(text: string): string {
   return text.replace(CONTROL_CHARACTERS, (c) => {
     const code = c.codePointAt(0)!;
     const hex = code.toString(16).padStart(2, '0');

@@ -145,7 +145,7 @@ async function decideCommand(
 }
 
 /** One command of a device, as its stream tells it now (the write side's view, for answers). */
-export async function findCommandOnDevice(
+async function findCommandOnDevice(
   store: EventStore,
   deviceId: string,
   commandId: string,
@@ -153,7 +153,7 @@ export async function findCommandOnDevice(
   return (await readControlState(store, deviceId)).commands.get(commandId);
 }
 
-export const idempotencyStreamName = (projectId: string, key: string) =>
+const idempotencyStreamName = (projectId: string, key: string) =>
   `command-key-${sha256(`${projectId}\u0000${key}`)}`;
 
 /**

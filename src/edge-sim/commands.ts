@@ -5,7 +5,7 @@ import type { SimValue } from './signals.js';
 
 export type CommandDown = z.infer<typeof commandsDownPayload>;
 export type ApplyCommand = Extract<CommandDown, { action: 'apply' }>;
-export type CommandAck = { status: 'applied' | 'failed'; detail?: string };
+type CommandAck = { status: 'applied' | 'failed'; detail?: string };
 
 /**
  * How the simulated devices treat commands, so tests and demos can walk the failure paths

@@ -201,7 +201,7 @@ function uptime(startMs: number): Signal {
 }
 
 /** The calendar day at `ms` in `timezone`, as YYYY-MM-DD. */
-export function localDay(timezone: string): (ms: number) => string {
+function localDay(timezone: string): (ms: number) => string {
   const format = new Intl.DateTimeFormat('en-CA', {
     timeZone: timezone,
     year: 'numeric',

@@ -29,7 +29,7 @@ interface HandleOptions<Event> {
   maxAttempts?: number;
 }
 
-export const DEFAULT_MAX_ATTEMPTS = 12;
+const DEFAULT_MAX_ATTEMPTS = 12;
 /** Full-jitter back-off between attempts: a random wait in [0, min(cap, base * 2^attempt)) ms. */
 const BACKOFF_BASE_MS = 2;
 const BACKOFF_CAP_MS = 200;

@@ -8,7 +8,7 @@ import type { EventStore, ReadAllOptions, ReadAllPage, RecordedEvent } from './p
  * store begins. `prepare` runs on a page read ahead as soon as it arrives, so the caller's own work on it
  * (parsing, folding) also overlaps the page before; its result comes with the page as `prepared`.
  */
-export interface ReadAheadPage extends ReadAllPage {
+interface ReadAheadPage extends ReadAllPage {
   readonly prepared?: unknown;
 }
 

@@ -11,15 +11,15 @@ import {
 import { ACCESS_TOKEN_ALGORITHM, ACCESS_TOKEN_LIFETIME_SECONDS, type SigningKeys } from './signing-keys.js';
 
 /** Tokens are for this API only; another service of ours would get its own audience. */
-export const ACCESS_TOKEN_AUDIENCE = 'device-cloud-api';
+const ACCESS_TOKEN_AUDIENCE = 'device-cloud-api';
 /** RFC 9068: the header type of a JWT access token, which keeps other JWTs we might sign from passing. */
-export const ACCESS_TOKEN_TYPE = 'at+jwt';
+const ACCESS_TOKEN_TYPE = 'at+jwt';
 // Tolerated clock skew between the server that issued a token and the one checking it.
 const CLOCK_TOLERANCE_SECONDS = 5;
 // Far longer than any token we issue; anything bigger is refused before any parsing.
 const MAX_TOKEN_LENGTH = 4096;
 /** Tokens whose signature was already checked, kept by this process (the oldest go first). */
-export const VERIFIED_TOKENS_KEPT = 10_000;
+const VERIFIED_TOKENS_KEPT = 10_000;
 
 export interface AccessTokenSubject {
   readonly clientId: string;

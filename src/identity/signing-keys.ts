@@ -15,7 +15,7 @@ export const ACCESS_TOKEN_LIFETIME_SECONDS = 3600;
  * A retired key verifies for one token lifetime after it stopped signing, plus a margin that covers
  * servers still signing with it until their key cache refreshes, and clock skew.
  */
-export const RETIRED_KEY_GRACE_SECONDS = ACCESS_TOKEN_LIFETIME_SECONDS + 300;
+const RETIRED_KEY_GRACE_SECONDS = ACCESS_TOKEN_LIFETIME_SECONDS + 300;
 
 const SELECT_KEYS = `
   SELECT kid, public_jwk, CASE WHEN retired_at IS NULL THEN private_jwk END AS private_jwk

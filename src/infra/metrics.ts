@@ -133,7 +133,7 @@ export interface CommandMetrics {
 }
 
 /** A gauge read when scraped, from what the role that owns the figure registers (0 where none does). */
-export interface SampledGauge {
+interface SampledGauge {
   measure(source: () => number): void;
 }
 

@@ -14,7 +14,7 @@ import type { RunningBroker } from './broker/broker.js';
 
 type Broker = Pick<RunningBroker, 'publishDown' | 'refreshAgent' | 'disconnectAgent'>;
 
-export const DOWNLINK_EVENT_TYPES = [
+const DOWNLINK_EVENT_TYPES = [
   'PairingWindowOpened',
   'PairingWindowClosed',
   'CandidateJoined',

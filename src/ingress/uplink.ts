@@ -10,7 +10,7 @@ import { parseUplinkPayload, type UplinkPayloads } from './broker/topics.js';
 import type { ConnectivityRecorder } from './connectivity.js';
 
 /** Commands (CommandDelivery): acks resolve once the outcome is durable; an agent gone gets nothing sent. */
-export interface CommandUplinkPort {
+interface CommandUplinkPort {
   /** `connection` aborted: the ack can no longer be acknowledged, and need not wait for its quota. */
   ack(
     agent: AgentRecord,

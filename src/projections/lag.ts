@@ -4,7 +4,7 @@ import { readCheckpoint } from './checkpoints.js';
 import type { Projector } from './projector.js';
 
 /** Pending events are counted up to this many: past it, "at least" is all an operator needs. */
-export const LAG_EVENTS_COUNTED = 100_000;
+const LAG_EVENTS_COUNTED = 100_000;
 
 /** How far one projector is behind the events it follows. */
 export interface ProjectionLag {

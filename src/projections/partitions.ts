@@ -24,7 +24,7 @@ export function deviceKeyOf(event: RecordedEvent): string | undefined {
 export const MAX_PARTITIONS = 64;
 
 /** One partition keeps the family's own name, so an unpartitioned deployment's checkpoints stay as they are. */
-export function partitionName(family: string, index: number, count: number): string {
+function partitionName(family: string, index: number, count: number): string {
   return count === 1 ? family : `${family}:${index}/${count}`;
 }
 

@@ -4,7 +4,7 @@ import type { Pool } from '../infra/postgres/pool.js';
 import { runElected } from '../infra/postgres/election.js';
 import type { ScheduledJob } from './job.js';
 
-export const SCHEDULER_LOCK = 'scheduler';
+const SCHEDULER_LOCK = 'scheduler';
 
 export interface SchedulerOptions {
   /** Where the leadership connection comes from: never the query pool. */

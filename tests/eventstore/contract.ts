@@ -343,7 +343,7 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
   });
 }
 
-export function event(type: string, data: Record<string, unknown> = {}): NewEvent {
+function event(type: string, data: Record<string, unknown> = {}): NewEvent {
   return { id: randomUUID(), type, data };
 }
 

@@ -22,7 +22,7 @@ function stdioTypes(): string[] {
   });
 }
 
-export function openResources(): string[] {
+function openResources(): string[] {
   const open = process.getActiveResourcesInfo();
   for (const type of stdioTypes()) {
     const at = open.indexOf(type);

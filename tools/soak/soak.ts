@@ -40,12 +40,12 @@ import { ServiceProcess } from './service-process.js';
 import { SoakApi } from './soak-api.js';
 import { projectorsCaughtUp, simulatorDrained, waitFor } from './settle.js';
 
-export const SOAK_ROLES: readonly Role[] = ['api', 'ingress', 'projector', 'scheduler'];
+const SOAK_ROLES: readonly Role[] = ['api', 'ingress', 'projector', 'scheduler'];
 
 /** SSE clients following the live stream through the kills. */
-export const SOAK_LIVE_CLIENTS = 3;
+const SOAK_LIVE_CLIENTS = 3;
 /** A command to the smart plug this often. */
-export const SOAK_COMMAND_INTERVAL_MS = 2000;
+const SOAK_COMMAND_INTERVAL_MS = 2000;
 /** How long the roles may take to start, and the service to settle after the kills. */
 const START_MS = 180_000;
 const SETTLE_MS = 180_000;

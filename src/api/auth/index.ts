@@ -10,10 +10,7 @@ import { metadataRoutes } from './metadata.js';
 import { RevokedClients } from './revoked-clients.js';
 import { tokenEndpoint } from './token-endpoint.js';
 
-export { authenticate } from './authenticate.js';
 export { requireScope } from './require-scope.js';
-export type { Principal, Scope } from './principal.js';
-
 export interface ApiAuth {
   /** GET /.well-known/oauth-authorization-server (RFC 8414), to mount at the root, without authentication. */
   readonly metadataRoutes: Router;

@@ -24,9 +24,9 @@ export const authorizationServerMetadataSchema = z.object({
   }),
 });
 
-export type AuthorizationServerMetadata = z.infer<typeof authorizationServerMetadataSchema>;
+type AuthorizationServerMetadata = z.infer<typeof authorizationServerMetadataSchema>;
 
-export function authorizationServerMetadata(publicBaseUrl: string): AuthorizationServerMetadata {
+function authorizationServerMetadata(publicBaseUrl: string): AuthorizationServerMetadata {
   return {
     // The configured string itself: RFC 8414 §3.3 compares it with the issuer the client started from, and
     // the tokens carry it as `iss`.

@@ -6,7 +6,7 @@ import type { ScopeName } from '../../domain/identity/scopes.js';
  */
 export type Scope = ScopeName;
 
-export interface Principal {
+interface Principal {
   readonly projectId: string;
   readonly clientId: string;
   /** The token's scopes plus those they imply (grants:admin brings grants:revoke). */

@@ -5,7 +5,7 @@ import { SharedRequestBuckets } from './request-buckets.js';
 import { SharedStreamSlots } from './stream-slots.js';
 
 // How long a stream slot outlives a process that died holding it.
-export const STREAM_SLOT_LEASE_MS = 30_000;
+const STREAM_SLOT_LEASE_MS = 30_000;
 
 /** The limits every API process of a deployment shares, through the cluster's Redis. */
 export interface ClusterLimits {

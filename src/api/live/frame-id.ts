@@ -19,7 +19,7 @@ import { openCursor, sealCursor } from '../pagination/sealed-cursor.js';
  * Inside the server a frame is ordered by its key: the position (32 lowercase hex digits in both event
  * stores, sorting as global order) and 4 hex digits of index.
  */
-export const FRAME_ID_KEY_NAME = 'live-frame-id';
+const FRAME_ID_KEY_NAME = 'live-frame-id';
 const POSITION_BYTES = 16;
 const PAYLOAD_BYTES = POSITION_BYTES + 2 + 6;
 const KEY_LENGTH = 36;

@@ -23,10 +23,10 @@ import {
   type OperationDeclaration,
 } from '../openapi/operation.js';
 
-export const HEARTBEAT_SECONDS = { min: 15, max: 120, default: 30 } as const;
+const HEARTBEAT_SECONDS = { min: 15, max: 120, default: 30 } as const;
 const MAX_DEVICE_IDS = 500;
 
-export const liveQuerySchema = z.strictObject({
+const liveQuerySchema = z.strictObject({
   types: z
     .string()
     .max(200)
@@ -217,7 +217,7 @@ class RevocationSweep {
   }
 }
 
-export function clampHeartbeat(seconds: number | undefined): number {
+function clampHeartbeat(seconds: number | undefined): number {
   if (seconds === undefined) return HEARTBEAT_SECONDS.default;
   return Math.min(HEARTBEAT_SECONDS.max, Math.max(HEARTBEAT_SECONDS.min, seconds));
 }

@@ -11,7 +11,7 @@ export interface LiveFilter {
   readonly capabilities: ReadonlySet<string> | undefined;
 }
 
-export function matches(filter: LiveFilter, frame: LiveFrame): boolean {
+function matches(filter: LiveFilter, frame: LiveFrame): boolean {
   if (!filter.types.has(frame.type)) return false;
   if (filter.deviceIds) {
     const about =
@@ -25,7 +25,7 @@ export function matches(filter: LiveFilter, frame: LiveFrame): boolean {
 /** Why the server ends a stream; sent as the `stream_error` frame's reason just before it does. */
 export type EndReason = 'shutdown' | 'too_slow' | 'token_expired' | 'token_revoked' | 'unavailable';
 
-export const RETRY_MS = 5000;
+const RETRY_MS = 5000;
 
 /** The headers of a stream's 200 (and of the answer to HEAD, which opens none). */
 export const STREAM_HEADERS = {

@@ -6,7 +6,7 @@ import { z } from 'zod';
  */
 const time = z.iso.datetime();
 
-export const telemetryFrameSchema = z.object({
+const telemetryFrameSchema = z.object({
   deviceId: z.string(),
   capability: z.string(),
   value: z.union([z.number(), z.boolean(), z.string()]),
@@ -16,7 +16,7 @@ export const telemetryFrameSchema = z.object({
   serverTime: time,
 });
 
-export const deviceStatusFrameSchema = z.object({
+const deviceStatusFrameSchema = z.object({
   deviceId: z.string(),
   change: z.enum(['lifecycle', 'connectivity', 'profile']),
   status: z.string().meta({ description: 'The new value of what changed.' }),
@@ -24,7 +24,7 @@ export const deviceStatusFrameSchema = z.object({
   at: z.string(),
 });
 
-export const commandUpdateFrameSchema = z.object({
+const commandUpdateFrameSchema = z.object({
   commandId: z.string(),
   deviceId: z.string(),
   capability: z.string(),
@@ -35,7 +35,7 @@ export const commandUpdateFrameSchema = z.object({
   supersededBy: z.string().optional().meta({ description: 'When superseded.' }),
 });
 
-export const pairingUpdateFrameSchema = z.object({
+const pairingUpdateFrameSchema = z.object({
   sessionId: z.string(),
   hubId: z.string(),
   ieeeAddr: z.string().nullable(),
@@ -43,7 +43,7 @@ export const pairingUpdateFrameSchema = z.object({
   deviceId: z.string().nullable(),
 });
 
-export const replayGapFrameSchema = z.object({
+const replayGapFrameSchema = z.object({
   reason: z.enum(['retention', 'unknown_id']),
   types: z.array(z.string()),
   from: time.nullable(),
@@ -51,7 +51,7 @@ export const replayGapFrameSchema = z.object({
   deviceIds: z.array(z.string()).nullable(),
 });
 
-export const streamErrorFrameSchema = z.object({
+const streamErrorFrameSchema = z.object({
   reason: z.enum(['shutdown', 'too_slow', 'token_expired', 'token_revoked', 'unavailable']),
 });
 

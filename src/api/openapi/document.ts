@@ -259,7 +259,7 @@ export const DOCUMENTED_ROUTES: readonly string[] = OPERATIONS.map(([m, p]) => `
  * The server docs/openapi.json names, a reserved name (RFC 2606) that resolves nowhere: the checked-in
  * document belongs to no deployment. GET /openapi.json names its own deployment's PUBLIC_BASE_URL.
  */
-export const PLACEHOLDER_BASE_URL = 'https://device-cloud.invalid';
+const PLACEHOLDER_BASE_URL = 'https://device-cloud.invalid';
 
 /** The document for a deployment reached at `publicBaseUrl` (its servers and token URL). */
 export function openApiDocument(publicBaseUrl: string = PLACEHOLDER_BASE_URL): Json {

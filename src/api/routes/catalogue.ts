@@ -29,7 +29,7 @@ const etag = `"${createHash('sha256').update(JSON.stringify(body)).digest('base6
  * The catalogue changes on releases, not per request: clients may reuse it for an hour and then revalidate
  * with If-None-Match (304). private: the answer still depends on the caller holding catalog:read.
  */
-export const CATALOGUE_CACHE_CONTROL = 'private, max-age=3600';
+const CATALOGUE_CACHE_CONTROL = 'private, max-age=3600';
 
 /** GET /catalog/capabilities (mounted under /v1). */
 export function catalogueRoutes(): Router {

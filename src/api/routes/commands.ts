@@ -92,7 +92,7 @@ export const commandSchema = z.object({
 
 export const commandAnswerSchema = z.object({ command: commandSchema });
 
-export const commandListQuerySchema = z.strictObject({
+const commandListQuerySchema = z.strictObject({
   status: z.enum(COMMAND_STATUSES, { error: 'unknown_status' }).optional(),
   from: z.iso
     .datetime({ offset: true, error: 'invalid_timestamp' })

@@ -22,7 +22,7 @@ import {
 } from '../openapi/operation.js';
 
 /** Envelope and entries are camelCase, as the spec's State record. */
-export const stateEntrySchema = z.object({
+const stateEntrySchema = z.object({
   capability: z.string(),
   value: z.union([z.number(), z.boolean(), z.string()]).meta({
     description: 'As reported, never coerced; text only for text capabilities (evse.state, hvac.mode).',

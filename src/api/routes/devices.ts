@@ -45,7 +45,7 @@ export const pageLimitSchema = z
   .pipe(z.number().int().min(1, { error: 'not_a_positive_integer' }).max(999_999_999))
   .optional();
 
-export const deviceListQuerySchema = z.strictObject({
+const deviceListQuerySchema = z.strictObject({
   status: z
     .enum(DEVICE_STATUSES, { error: 'unknown_status' })
     .optional()

@@ -20,7 +20,7 @@ import {
 /** Raw answers stop after this many points and say where to continue (`nextFrom`). */
 export const RAW_POINT_LIMIT = 10_000;
 
-export interface BucketPoint {
+interface BucketPoint {
   capability_key: string;
   bucket: string;
   value: number;

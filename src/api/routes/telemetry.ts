@@ -47,7 +47,7 @@ const timestamp = (description: string) =>
     .datetime({ offset: true, error: (issue) => (issue.input === undefined ? 'missing' : 'invalid_time') })
     .meta({ description });
 
-export const telemetryQuerySchema = z.strictObject({
+const telemetryQuerySchema = z.strictObject({
   from: timestamp('Window start, inclusive. ISO 8601 with Z or an offset. Required.'),
   to: timestamp('Window end, exclusive. ISO 8601 with Z or an offset. Required.'),
   capabilities: z.string().max(2048).optional().meta({

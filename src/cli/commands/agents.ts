@@ -83,6 +83,6 @@ async function agentRevoke(out: Output, agentId: string | undefined) {
 }
 
 /** What agents dial: MQTT_PUBLIC_URL, else this machine's broker port. */
-export function brokerUrl(config: Pick<Config, 'MQTT_PUBLIC_URL' | 'MQTT_PORT'>): string {
+function brokerUrl(config: Pick<Config, 'MQTT_PUBLIC_URL' | 'MQTT_PORT'>): string {
   return config.MQTT_PUBLIC_URL ?? `mqtts://localhost:${config.MQTT_PORT}`;
 }

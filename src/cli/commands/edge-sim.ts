@@ -76,7 +76,7 @@ async function edgeSim(out: Output, options: OptionValues<typeof EDGE_SIM_OPTION
 }
 
 /** A numeric flag of `command`, `fallback` when absent; out of range is a one-line CLI error. */
-export function numberOption(
+function numberOption(
   command: string,
   name: string,
   raw: string | undefined,

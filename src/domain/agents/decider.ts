@@ -2,7 +2,7 @@ import type { Decider } from '../decider.js';
 import { Conflict, NotFound } from '../errors.js';
 import type { AgentEvent } from './events.js';
 
-export interface RegisterAgent {
+interface RegisterAgent {
   readonly type: 'RegisterAgent';
   readonly agentId: string;
   readonly projectId: string;
@@ -11,7 +11,7 @@ export interface RegisterAgent {
   readonly certificateSerial?: string;
 }
 
-export interface RevokeAgent {
+interface RevokeAgent {
   readonly type: 'RevokeAgent';
   readonly agentId: string;
 }

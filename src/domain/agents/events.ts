@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { defineEvent, type DomainEvent } from '../events/definition.js';
 
 /** Facts of an edge agent's stream (`agent-<agentId>`). */
-export const AgentRegistered = defineEvent(
+const AgentRegistered = defineEvent(
   'AgentRegistered',
   z.object({
     agentId: z.string(),
@@ -16,10 +16,7 @@ export const AgentRegistered = defineEvent(
 );
 
 /** Covers every certificate ever issued for the agent id: the broker refuses the agent itself. */
-export const AgentRevoked = defineEvent(
-  'AgentRevoked',
-  z.object({ agentId: z.string(), projectId: z.string() }),
-);
+const AgentRevoked = defineEvent('AgentRevoked', z.object({ agentId: z.string(), projectId: z.string() }));
 
 export const agentEvents = [AgentRegistered, AgentRevoked] as const;
 

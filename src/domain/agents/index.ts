@@ -1,9 +1,2 @@
-export { AgentRegistered, AgentRevoked, agentEvents, type AgentEvent } from './events.js';
-export {
-  agentDecider,
-  agentStreamName,
-  type AgentCommand,
-  type AgentState,
-  type RegisterAgent,
-  type RevokeAgent,
-} from './decider.js';
+export { type AgentEvent } from './events.js';
+export { agentDecider, agentStreamName } from './decider.js';

@@ -7,7 +7,7 @@ import type { Binding, BindingEvent } from './events.js';
  * What the binding needs to know of the device, read from the device's own stream by the caller:
  * undefined when no device with that public id was ever registered (a pairing candidate has none).
  */
-export interface BindableDevice {
+interface BindableDevice {
   readonly projectId: string;
 }
 

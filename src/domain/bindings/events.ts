@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineEvent, type DomainEvent } from '../events/definition.js';
 
-export const BindingCreated = defineEvent(
+const BindingCreated = defineEvent(
   'BindingCreated',
   z.object({
     bindingId: z.string(),

@@ -7,7 +7,7 @@ import { z } from 'zod';
  * records why each choice was made.
  */
 
-export type CapabilityType = 'number' | 'boolean' | 'text';
+type CapabilityType = 'number' | 'boolean' | 'text';
 
 export type SafetyClass = 'S0' | 'S1' | 'S2' | 'S3';
 
@@ -20,10 +20,10 @@ export type SafetyClass = 'S0' | 'S1' | 'S2' | 'S3';
  * - counter_session: rises during a charging session, resets when the next session starts.
  * - discrete: a boolean or text state; only its last value (and, for booleans, any/all) has meaning.
  */
-export type AggregationKind = 'gauge' | 'counter_total' | 'counter_daily' | 'counter_session' | 'discrete';
+type AggregationKind = 'gauge' | 'counter_total' | 'counter_daily' | 'counter_session' | 'discrete';
 
 /** Inclusive bounds; a missing bound means the value is unbounded on that side. */
-export interface ValueRange {
+interface ValueRange {
   readonly min?: number;
   readonly max?: number;
 }

@@ -7,17 +7,7 @@ export {
   meaningfulAggregations,
   toCatalogueEntryWire,
 } from './capabilities.js';
-export type {
-  AggregationKind,
-  BucketAggregation,
-  Capability,
-  CapabilityDefinition,
-  CapabilityKey,
-  CapabilityType,
-  CatalogueEntryWire,
-  SafetyClass,
-  ValueRange,
-} from './capabilities.js';
+export type { Capability, CapabilityDefinition, SafetyClass } from './capabilities.js';
 export {
   MAX_TEXT_LENGTH,
   VALUE_REFUSAL_REASONS,
@@ -26,10 +16,4 @@ export {
   validateCommandValue,
   validateValue,
 } from './values.js';
-export type {
-  CapabilityValue,
-  CommandValueRefusalReason,
-  ValueCheck,
-  ValueRefusalReason,
-  ValueRules,
-} from './values.js';
+export type { CapabilityValue, ValueRefusalReason } from './values.js';

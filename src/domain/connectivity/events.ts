@@ -9,7 +9,7 @@ import { defineEvent, type DomainEvent } from '../events/definition.js';
 export const CONNECTIVITY_STATES = ['online', 'offline', 'unreachable'] as const;
 export type Connectivity = (typeof CONNECTIVITY_STATES)[number];
 
-export const DeviceConnectivityChanged = defineEvent(
+const DeviceConnectivityChanged = defineEvent(
   'DeviceConnectivityChanged',
   z.object({
     deviceId: z.string(),
@@ -33,7 +33,7 @@ export const DeviceConnectivityChanged = defineEvent(
  * change of connectivity (no `device_status` frame), but the connection the hub is now reached through. The
  * end of an older connection is fenced off by it. Kept in the hub's connectivity stream.
  */
-export const HubConnectionReplaced = defineEvent(
+const HubConnectionReplaced = defineEvent(
   'HubConnectionReplaced',
   z.object({
     deviceId: z.string(),

@@ -36,7 +36,7 @@ export const FINAL_COMMAND_STATUSES: readonly CommandStatus[] = [
   'cancelled',
 ];
 
-export const CANCEL_REASONS = ['grant_revoked', 'device_lifecycle', 'profile_downgraded'] as const;
+const CANCEL_REASONS = ['grant_revoked', 'device_lifecycle', 'profile_downgraded'] as const;
 export type CancelReason = (typeof CANCEL_REASONS)[number];
 
 const commandRef = { commandId: z.string(), deviceId: z.string(), projectId: z.string() };
@@ -64,7 +64,7 @@ export const CommandChallengeIssued = defineEvent(
 );
 
 /** Passed the safety gate and queued: the 201 of POST /v1/devices/{publicId}/commands. */
-export const CommandAccepted = defineEvent(
+const CommandAccepted = defineEvent(
   'CommandAccepted',
   z.object({
     ...commandRef,
@@ -87,7 +87,7 @@ export const CommandAccepted = defineEvent(
 );
 
 /** Published to the agent holding the device (QoS 1). attempt counts sends of a desired command. */
-export const CommandSent = defineEvent(
+const CommandSent = defineEvent(
   'CommandSent',
   z.object({ ...commandRef, agentId: z.string(), attempt: z.number().int().positive(), sentAt: z.string() }),
 );
@@ -115,16 +115,16 @@ export const CommandFailed = defineEvent(
 );
 
 /** The TTL ran out, by the server's clock, before an outcome. */
-export const CommandExpired = defineEvent('CommandExpired', z.object({ ...commandRef, at: z.string() }));
+const CommandExpired = defineEvent('CommandExpired', z.object({ ...commandRef, at: z.string() }));
 
 /** A newer desired command for the same capability took over. */
-export const CommandSuperseded = defineEvent(
+const CommandSuperseded = defineEvent(
   'CommandSuperseded',
   z.object({ ...commandRef, at: z.string(), supersededBy: z.string() }),
 );
 
 /** A revoke, a lifecycle change away from active or a profile downgrade ended a pending command. */
-export const CommandCancelled = defineEvent(
+const CommandCancelled = defineEvent(
   'CommandCancelled',
   z.object({ ...commandRef, at: z.string(), reason: z.enum(CANCEL_REASONS), by: actor }),
 );

@@ -37,14 +37,14 @@ export interface SetGrant extends Caller {
 }
 
 /** Operator: verify a draft profile, or downgrade a verified one back to draft. */
-export interface SetProfile extends Omit<Caller, 'projectId'> {
+interface SetProfile extends Omit<Caller, 'projectId'> {
   readonly type: 'SetProfile';
   readonly profile: 'verified' | 'draft';
   readonly reason?: string;
 }
 
 /** Operator: move the device through its lifecycle. */
-export interface SetLifecycle extends Omit<Caller, 'projectId'> {
+interface SetLifecycle extends Omit<Caller, 'projectId'> {
   readonly type: 'SetLifecycle';
   readonly status: DeviceStatus;
   readonly reason?: string;
@@ -323,7 +323,7 @@ function checkChallengeApplies(command: RequestCommand): void {
   }
 }
 
-export function checkTtl(ttl: unknown): number {
+function checkTtl(ttl: unknown): number {
   if (typeof ttl !== 'number' || !Number.isInteger(ttl))
     throw new InvalidInput('not_an_integer', 'ttlSeconds');
   if (ttl < TTL_SECONDS_MIN || ttl > TTL_SECONDS_MAX) throw new InvalidInput('out_of_range', 'ttlSeconds');

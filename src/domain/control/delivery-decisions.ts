@@ -107,7 +107,7 @@ export interface AgentAck {
 }
 
 /** What CommandFailed records as its reason when the agent reported the failure. */
-export const AGENT_REPORTED_FAILURE = 'agent_reported';
+const AGENT_REPORTED_FAILURE = 'agent_reported';
 
 /**
  * Why an ack records nothing and is dropped:
@@ -117,8 +117,7 @@ export const AGENT_REPORTED_FAILURE = 'agent_reported';
  * - `ack_ignored_before`: a late ack of this command was recorded already; one is kept for the record,
  *   more would only grow the stream.
  */
-export const ACK_DROP_REASONS = ['unknown_command', 'not_sent_to_agent', 'ack_ignored_before'] as const;
-export type AckDropReason = (typeof ACK_DROP_REASONS)[number];
+export type AckDropReason = 'unknown_command' | 'not_sent_to_agent' | 'ack_ignored_before';
 
 export type AckDecision =
   | { readonly accepted: true; readonly events: CommandEvent[] }
@@ -172,7 +171,7 @@ export function decideExpiry(state: DeviceControlState, now: Date): CommandEvent
 }
 
 /** A command's TTL ends at expiresAt: from that instant on it is expired (times share one ISO shape). */
-export function isExpired(command: Pick<CommandRecord, 'expiresAt'>, now: Date): boolean {
+function isExpired(command: Pick<CommandRecord, 'expiresAt'>, now: Date): boolean {
   return !isBefore(now.toISOString(), command.expiresAt);
 }
 

@@ -13,7 +13,7 @@ import { actor } from '../events/actor.js';
  * capability (spec, Grants: "no grant -> explicit denial row"), so the grant decider starts from a recorded
  * denial rather than from silence.
  */
-export const CapabilityWriteDenied = defineEvent(
+const CapabilityWriteDenied = defineEvent(
   'CapabilityWriteDenied',
   z.object({
     deviceId: z.string(),
@@ -25,7 +25,7 @@ export const CapabilityWriteDenied = defineEvent(
 );
 
 /** Write enabled for exactly one (device, capability) pair. */
-export const CapabilityWriteGranted = defineEvent(
+const CapabilityWriteGranted = defineEvent(
   'CapabilityWriteGranted',
   z.object({
     deviceId: z.string(),
@@ -37,7 +37,7 @@ export const CapabilityWriteGranted = defineEvent(
 );
 
 /** Write taken back from one pair; commands for it are refused from this event on. */
-export const CapabilityWriteRevoked = defineEvent(
+const CapabilityWriteRevoked = defineEvent(
   'CapabilityWriteRevoked',
   z.object({
     deviceId: z.string(),

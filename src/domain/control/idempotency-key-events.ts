@@ -6,7 +6,7 @@ import { defineEvent, type DomainEvent } from '../events/definition.js';
  * (project, key), in the same append as its CommandAccepted: a second acceptance with the key, on any
  * device, fails that stream's no-stream expectation and is answered from the claim instead.
  */
-export const CommandIdempotencyKeyClaimed = defineEvent(
+const CommandIdempotencyKeyClaimed = defineEvent(
   'CommandIdempotencyKeyClaimed',
   z.object({
     projectId: z.string(),

@@ -41,7 +41,7 @@ export const REFUSAL_REASONS = [
   'challenge_voided',
 ] as const;
 
-export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+type RefusalReason = (typeof REFUSAL_REASONS)[number];
 
 /** What the gate looks at in a command request. */
 export interface GateRequest {

@@ -18,14 +18,14 @@ import type { GrantEvent } from './grant-events.js';
 export type ControlEvent = DeviceEvent | GrantEvent | CommandEvent;
 
 /** Who made a change and when; absent on facts recorded before the control plane existed. */
-export interface Change {
+interface Change {
   readonly by?: Actor;
   readonly at?: string;
   readonly reason?: string;
 }
 
 /** The device as it registered (its profile moves on separately). */
-export type Registration = Omit<Extract<DeviceEvent, { type: 'DeviceRegistered' }>['data'], 'profile'>;
+type Registration = Omit<Extract<DeviceEvent, { type: 'DeviceRegistered' }>['data'], 'profile'>;
 
 /**
  * denied: the explicit "no" adoption records; granted: write enabled; revoked: write taken back.
@@ -33,19 +33,19 @@ export type Registration = Omit<Extract<DeviceEvent, { type: 'DeviceRegistered' 
  */
 export type GrantState = 'denied' | 'granted' | 'revoked';
 
-export interface GrantRecord extends Change {
+interface GrantRecord extends Change {
   readonly capability: string;
   readonly state: GrantState;
 }
 
-export interface CommandAttempt {
+interface CommandAttempt {
   readonly attempt: number;
   readonly agentId: string;
   readonly sentAt: string;
 }
 
 /** How a command ended (set with its final status). */
-export interface CommandOutcome {
+interface CommandOutcome {
   readonly at: string;
   /** CommandFailed's reason. */
   readonly reason?: string;
@@ -114,13 +114,13 @@ export interface DeviceControlState {
   readonly controlChanges: number;
 }
 
-export const PENDING_COMMAND_STATUSES: readonly CommandStatus[] = ['queued', 'sent'];
+const PENDING_COMMAND_STATUSES: readonly CommandStatus[] = ['queued', 'sent'];
 
 export function isPending(command: Pick<CommandRecord, 'status'>): boolean {
   return PENDING_COMMAND_STATUSES.includes(command.status);
 }
 
-export function isFinal(command: Pick<CommandRecord, 'status'>): boolean {
+function isFinal(command: Pick<CommandRecord, 'status'>): boolean {
   return FINAL_COMMAND_STATUSES.includes(command.status);
 }
 

@@ -10,7 +10,7 @@ import {
   type DeviceStatus,
 } from './lifecycle.js';
 
-export const REPORTED_TEXT_MAX_LENGTH = 128;
+const REPORTED_TEXT_MAX_LENGTH = 128;
 
 export interface RegisterDevice {
   readonly type: 'RegisterDevice';
@@ -26,14 +26,14 @@ export interface RegisterDevice {
   readonly ieeeAddr?: string;
 }
 
-export interface ChangeDeviceLifecycle {
+interface ChangeDeviceLifecycle {
   readonly type: 'ChangeDeviceLifecycle';
   readonly deviceId: string;
   readonly status: DeviceStatus;
   readonly reason?: string;
 }
 
-export interface VerifyDeviceProfile {
+interface VerifyDeviceProfile {
   readonly type: 'VerifyDeviceProfile';
   readonly deviceId: string;
 }

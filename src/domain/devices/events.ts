@@ -29,7 +29,7 @@ export const DeviceRegistered = defineEvent(
 );
 
 /** `by` and `at` are absent on events recorded before the control plane existed. */
-export const DeviceLifecycleChanged = defineEvent(
+const DeviceLifecycleChanged = defineEvent(
   'DeviceLifecycleChanged',
   z.object({
     deviceId: z.string(),
@@ -40,7 +40,7 @@ export const DeviceLifecycleChanged = defineEvent(
   }),
 );
 
-export const DeviceProfileVerified = defineEvent(
+const DeviceProfileVerified = defineEvent(
   'DeviceProfileVerified',
   z.object({
     deviceId: z.string(),
@@ -51,7 +51,7 @@ export const DeviceProfileVerified = defineEvent(
 );
 
 /** Back to draft: S2 and S3 capabilities of the device can no longer be armed (spec, Catalogue profile). */
-export const DeviceProfileDowngraded = defineEvent(
+const DeviceProfileDowngraded = defineEvent(
   'DeviceProfileDowngraded',
   z.object({ deviceId: z.string(), reason: z.string().optional(), by: actor, at: z.string() }),
 );

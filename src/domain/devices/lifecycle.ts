@@ -6,14 +6,6 @@
 export const DEVICE_STATUSES = ['active', 'quarantined', 'suspended', 'revoked', 'retired'] as const;
 export type DeviceStatus = (typeof DEVICE_STATUSES)[number];
 
-/** The statuses in which a device refuses every command (spec, "Device lifecycle"). */
-export const COMMAND_REFUSING_STATUSES: readonly DeviceStatus[] = [
-  'quarantined',
-  'suspended',
-  'revoked',
-  'retired',
-];
-
 const MOVES: Readonly<Record<DeviceStatus, readonly DeviceStatus[]>> = {
   active: ['quarantined', 'suspended', 'revoked', 'retired'],
   quarantined: ['active', 'suspended', 'revoked', 'retired'],

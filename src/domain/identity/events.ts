@@ -7,7 +7,7 @@ import { SCOPES } from './scopes.js';
  * clients created before keyed hashes, scrypt in PHC string form, `$scrypt$ln=..,r=..,p=..$salt$hash`.
  */
 const keyedSecretHashSchema = z.string().regex(/^\$hmac-sha256\$k=[A-Za-z0-9_-]{1,32}\$[A-Za-z0-9+/]+$/);
-export const secretHashSchema = z.union([
+const secretHashSchema = z.union([
   keyedSecretHashSchema,
   z.string().regex(/^\$scrypt\$ln=\d+,r=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+$/),
 ]);
@@ -40,7 +40,7 @@ export const ClientRevoked = defineEvent(
 );
 
 /** The client's secret, unchanged, is recorded under a cheaper hash (a scrypt hash migrated to the keyed one). */
-export const ClientSecretRehashed = defineEvent(
+const ClientSecretRehashed = defineEvent(
   'ClientSecretRehashed',
   z.object({ clientId: clientIdSchema, projectId: projectIdSchema, secretHash: keyedSecretHashSchema }),
 );

@@ -4,7 +4,7 @@ import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import type { CandidateState, CloseReason, PairingEvent, WindowState } from './events.js';
 import { deadlineReached } from './window.js';
 
-export interface OpenWindow {
+interface OpenWindow {
   readonly type: 'OpenWindow';
   readonly sessionId: string;
   readonly hubId: string;
@@ -14,7 +14,7 @@ export interface OpenWindow {
 }
 
 /** `deadline` closes only a window whose deadline has passed; `closed_by_client` closes it now. */
-export interface CloseWindow {
+interface CloseWindow {
   readonly type: 'CloseWindow';
   readonly sessionId: string;
   readonly reason: CloseReason;
@@ -40,14 +40,14 @@ export interface AdoptCandidate {
   readonly at: string;
 }
 
-export interface RejectCandidate {
+interface RejectCandidate {
   readonly type: 'RejectCandidate';
   readonly sessionId: string;
   readonly ieeeAddr: string;
   readonly at: string;
 }
 
-export interface ClearRejection {
+interface ClearRejection {
   readonly type: 'ClearRejection';
   readonly hubId: string;
   readonly projectId: string;
@@ -58,7 +58,7 @@ export interface ClearRejection {
 export type PairingCommand =
   OpenWindow | CloseWindow | JoinCandidate | AdoptCandidate | RejectCandidate | ClearRejection;
 
-export interface CandidateRecord {
+interface CandidateRecord {
   readonly ieeeAddr: string;
   readonly state: CandidateState;
   readonly deviceId: string | null;
@@ -67,7 +67,7 @@ export interface CandidateRecord {
   readonly capabilities: readonly string[];
 }
 
-export interface SessionRecord {
+interface SessionRecord {
   readonly sessionId: string;
   readonly state: WindowState;
   readonly closesAt: string;
@@ -113,7 +113,7 @@ export function joinOutcome(state: PairingState, command: JoinCandidate): JoinOu
  * The state a decision about a candidate must start from: pending in its session, and not adopted or
  * rejected on the hub since (through a later window).
  */
-export function candidateState(state: PairingState, candidate: CandidateRecord): CandidateState {
+function candidateState(state: PairingState, candidate: CandidateRecord): CandidateState {
   if (state.adopted.has(candidate.ieeeAddr)) return 'adopted';
   if (candidate.state === 'pending' && state.rejected.has(candidate.ieeeAddr)) return 'rejected';
   return candidate.state;

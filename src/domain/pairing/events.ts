@@ -21,7 +21,7 @@ export type CandidateState = (typeof CANDIDATE_STATES)[number];
 export const CLOSE_REASONS = ['deadline', 'closed_by_client'] as const;
 export type CloseReason = (typeof CLOSE_REASONS)[number];
 
-export const PairingWindowOpened = defineEvent(
+const PairingWindowOpened = defineEvent(
   'PairingWindowOpened',
   z.object({
     ...update,
@@ -33,7 +33,7 @@ export const PairingWindowOpened = defineEvent(
   }),
 );
 
-export const PairingWindowClosed = defineEvent(
+const PairingWindowClosed = defineEvent(
   'PairingWindowClosed',
   z.object({
     ...update,
@@ -46,7 +46,7 @@ export const PairingWindowClosed = defineEvent(
 );
 
 /** state is `rejected` when the address is remembered as rejected on this hub: it stays refused. */
-export const CandidateJoined = defineEvent(
+const CandidateJoined = defineEvent(
   'CandidateJoined',
   z.object({
     ...update,
@@ -61,7 +61,7 @@ export const CandidateJoined = defineEvent(
   }),
 );
 
-export const CandidateAdopted = defineEvent(
+const CandidateAdopted = defineEvent(
   'CandidateAdopted',
   z.object({
     ...update,
@@ -73,7 +73,7 @@ export const CandidateAdopted = defineEvent(
   }),
 );
 
-export const CandidateRejected = defineEvent(
+const CandidateRejected = defineEvent(
   'CandidateRejected',
   z.object({
     ...update,
@@ -85,7 +85,7 @@ export const CandidateRejected = defineEvent(
 );
 
 /** An operator lifted the hub's memory of a rejection: the address may join as a candidate again. */
-export const CandidateRejectionCleared = defineEvent(
+const CandidateRejectionCleared = defineEvent(
   'CandidateRejectionCleared',
   z.object({ hubId: z.string(), projectId: z.string(), ieeeAddr: z.string(), clearedAt: z.string() }),
 );

@@ -10,8 +10,7 @@ export const RESOLUTIONS = ['raw', '1m', '5m', '1h', '1d'] as const;
 export type Resolution = (typeof RESOLUTIONS)[number];
 export type BucketResolution = Exclude<Resolution, 'raw'>;
 /** The resolutions kept as tables; 5m is rolled up from 1m when asked for. */
-export const STORED_RESOLUTIONS = ['1m', '1h', '1d'] as const;
-export type StoredResolution = (typeof STORED_RESOLUTIONS)[number];
+export type StoredResolution = '1m' | '1h' | '1d';
 
 export const UTC_BUCKET_MS: Readonly<Record<Exclude<BucketResolution, '1d'>, number>> = {
   '1m': MINUTE_MS,

@@ -38,6 +38,6 @@ export const ReadingsRecorded = defineEvent(
 
 export const readingsEvents = [ReadingsRecorded] as const;
 
-export type ReadingsEvent = DomainEvent<typeof ReadingsRecorded>;
+type ReadingsEvent = DomainEvent<typeof ReadingsRecorded>;
 export type ReadingsRecordedData = ReadingsEvent['data'];
 export type RecordedReading = ReadingsRecordedData['readings'][number];

@@ -6,8 +6,6 @@
 
 import { DAY_MS, HOUR_MS, MINUTE_MS } from '../time.js';
 
-export { DAY_MS };
-
 export interface LocalDay {
   /** First instant of the local day. */
   readonly start: number;
@@ -37,7 +35,7 @@ function formatter(timezone: string): Intl.DateTimeFormat {
 }
 
 /** Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
-export function epochDay(year: number, month: number, day: number): number {
+function epochDay(year: number, month: number, day: number): number {
   const y = month <= 2 ? year - 1 : year;
   const era = Math.floor(y / 400);
   const yoe = y - era * 400;
@@ -57,7 +55,7 @@ function wallClock(ms: number, timezone: string): number {
 }
 
 /** UTC offset of the zone at `ms`, in milliseconds (positive east of Greenwich). */
-export function utcOffset(ms: number, timezone: string): number {
+function utcOffset(ms: number, timezone: string): number {
   const whole = ms - (((ms % 1000) + 1000) % 1000);
   return wallClock(whole, timezone) - whole;
 }

@@ -8,7 +8,7 @@ import { DAY_MS, MINUTE_MS } from '../time.js';
  */
 
 /** A deviceTime further than this from serverTime (either way) is marked `clock_skew` in the state. */
-export const CLOCK_SKEW_TOLERANCE_MS = 5 * MINUTE_MS;
+const CLOCK_SKEW_TOLERANCE_MS = 5 * MINUTE_MS;
 
 /** A deviceTime later than serverTime by more than this cannot be a measurement: filed at server time. */
 export const FUTURE_TOLERANCE_MS = CLOCK_SKEW_TOLERANCE_MS;

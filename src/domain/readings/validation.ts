@@ -7,7 +7,7 @@ import { checkValue, findCapability, type ValueRefusalReason } from '../catalogu
  * A message left with no acceptable reading is refused as a whole.
  */
 
-export type ReadingRefusalReason = ValueRefusalReason | 'not_a_device_capability';
+type ReadingRefusalReason = ValueRefusalReason | 'not_a_device_capability';
 
 export interface RefusedReading {
   readonly index: number;

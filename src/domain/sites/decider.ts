@@ -2,7 +2,7 @@ import type { Decider } from '../decider.js';
 import { Conflict, InvalidInput, NotFound } from '../errors.js';
 import type { SiteEvent } from './events.js';
 
-export const SITE_NAME_MAX_LENGTH = 200;
+const SITE_NAME_MAX_LENGTH = 200;
 
 export interface CreateSite {
   readonly type: 'CreateSite';

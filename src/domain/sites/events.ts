@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineEvent, type DomainEvent } from '../events/definition.js';
 
-export const SiteCreated = defineEvent(
+const SiteCreated = defineEvent(
   'SiteCreated',
   z.object({
     siteId: z.string(),

@@ -1,10 +1,2 @@
-export { SiteCreated, siteEvents, type SiteEvent } from './events.js';
-export {
-  SITE_NAME_MAX_LENGTH,
-  siteDecider,
-  siteStreamName,
-  type CreateSite,
-  type SiteCommand,
-  type SiteState,
-  type TimezoneDirectory,
-} from './decider.js';
+export { type SiteEvent } from './events.js';
+export { siteDecider, siteStreamName, type CreateSite, type TimezoneDirectory } from './decider.js';

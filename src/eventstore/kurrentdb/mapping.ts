@@ -65,7 +65,7 @@ export function fromStreamState(state: AppendStreamState): ExpectedRevision {
   }
 }
 
-export function toActualRevision(current: CurrentStreamState): bigint | 'no_stream' {
+function toActualRevision(current: CurrentStreamState): bigint | 'no_stream' {
   return current === NO_STREAM ? 'no_stream' : current;
 }
 
@@ -83,7 +83,7 @@ export function toEventData(event: NewEvent): EventData {
  * The multi-stream append carries metadata as string-valued properties only, so ours travels as one JSON
  * text under this key and is unpacked on reading (toRecordedEvent).
  */
-export const METADATA_PROPERTY = 'dc.metadata';
+const METADATA_PROPERTY = 'dc.metadata';
 
 /** One stream's part of a multi-stream append (KurrentDB 25.1 and later). */
 export function toAppendStreamRequest(append: StreamAppend): AppendStreamRequest {
@@ -182,7 +182,7 @@ const unavailableGrpcCodes = new Set<unknown>([4, 14]);
 const unavailableMessage =
   /failed to discover|connection refused|transport error|failed to connect|dns error/i;
 
-export function isUnavailable(error: unknown): boolean {
+function isUnavailable(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false;
   const e = error as { type?: unknown; code?: unknown; message?: unknown };
   if (typeof e.type === 'string' && unavailableTypes.has(e.type)) return true;

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 /** Names this deployment's Redis keys and channels; it lands in key names and PSUBSCRIBE patterns. */
 export const CLUSTER_NAMESPACE = /^[A-Za-z0-9_-]{1,64}$/;
 
-export class RedisUnreachableError extends Error {}
+class RedisUnreachableError extends Error {}
 
 /**
  * A Redis error as it may be logged. ioredis attaches the failed command to its errors, and for AUTH that

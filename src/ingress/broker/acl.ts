@@ -7,7 +7,7 @@ export interface AgentGrant {
   readonly deviceIds: ReadonlySet<string>;
 }
 
-export type PublishRefusal =
+type PublishRefusal =
   /** `+` or `#` in a topic name: a protocol violation, not just a denial. */
   | 'wildcard'
   /** Anywhere outside `dc/v1/agents/<own id>/`: another agent, `$SYS`, the root. */

@@ -27,7 +27,7 @@ interface Message {
 type Listener = (message: Message, done: () => void) => void;
 
 /** The emitter aedes routes every publish through; shared over Redis pub/sub between the nodes. */
-export interface ClusterEmitter {
+interface ClusterEmitter {
   on(topic: string, listener: Listener, done?: () => void): void;
   close(done: () => void): void;
   readonly state: NodeJS.EventEmitter;

@@ -13,8 +13,8 @@ import { RejectedMessage } from '../rejected-message.js';
  * The MQTT wire contract, version 1 (docs/mqtt.md). Everything an agent may publish or receive lives
  * under its own prefix, so an ACL decision is a string comparison plus a set lookup.
  */
-export const CONTRACT_VERSION = 'v1';
-export const TOPIC_ROOT = `dc/${CONTRACT_VERSION}/agents`;
+const CONTRACT_VERSION = 'v1';
+const TOPIC_ROOT = `dc/${CONTRACT_VERSION}/agents`;
 
 export function agentPrefix(agentId: string): string {
   return `${TOPIC_ROOT}/${agentId}/`;
@@ -29,7 +29,7 @@ export type UplinkTopic =
   | { readonly kind: 'pairingCandidate'; readonly agentId: string }
   | { readonly kind: 'commandAck'; readonly agentId: string; readonly commandId: string };
 
-export type UplinkKind = UplinkTopic['kind'];
+type UplinkKind = UplinkTopic['kind'];
 
 export const uplinkTopic = {
   readings: (agentId: string, deviceId: string) => `${agentPrefix(agentId)}devices/${deviceId}/readings`,
@@ -69,7 +69,7 @@ const capabilityKey = z
   .regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/);
 const connectivity = z.enum(['online', 'offline']);
 
-export const readingsPayload = z.object({
+const readingsPayload = z.object({
   /** Agent-side sequence number; with the topic it makes redelivered batches recognisable. */
   seq: z.number().int().nonnegative().optional(),
   readings: z
@@ -84,7 +84,7 @@ export const readingsPayload = z.object({
     .max(500),
 });
 
-export const deviceStatusPayload = z.object({
+const deviceStatusPayload = z.object({
   state: connectivity,
   deviceTime: timestamp.optional(),
 });
@@ -106,7 +106,7 @@ const deviceReportedName = z
   .transform(withoutTrailingNul)
   .pipe(displaySafeText().min(1).max(128));
 
-export const pairingCandidatePayload = z.object({
+const pairingCandidatePayload = z.object({
   sessionId: publicId,
   /** EUI-64 of the joining radio, `0x` and 16 hex digits as zigbee2mqtt prints it. */
   ieeeAddr: z.string().regex(/^0x[0-9a-fA-F]{16}$/),
@@ -119,7 +119,7 @@ export const pairingCandidatePayload = z.object({
  * The agent's outcome of one command. `deviceId` names the device the command was for: the broker checks
  * it is the agent's own, and the cloud finds the command on that device's stream.
  */
-export const commandAckPayload = z.object({
+const commandAckPayload = z.object({
   deviceId: publicId,
   status: z.enum(['applied', 'failed']),
   detail: displaySafeText().max(512).optional(),

@@ -4,7 +4,7 @@ import type { EventStore, RecordedEvent } from '../../eventstore/port.js';
 import { followStoreFromHead } from '../follow-store.js';
 import type { CommandDelivery } from './command-delivery.js';
 
-export const COMMAND_DISPATCH_EVENT_TYPES = [
+const COMMAND_DISPATCH_EVENT_TYPES = [
   'CommandAccepted',
   'CommandCancelled',
   'CommandSuperseded',

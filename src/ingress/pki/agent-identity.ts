@@ -5,7 +5,7 @@ import type { PeerCertificate } from 'node:tls';
  * client id and a topic level. The character set keeps it safe in all four places (no DN escaping, no
  * MQTT wildcards or separators).
  */
-export const AGENT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+const AGENT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function isAgentId(value: string): boolean {
   return AGENT_ID_PATTERN.test(value);

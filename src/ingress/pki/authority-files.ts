@@ -8,8 +8,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * installed first, with link(2): unlike rename it never replaces an existing file, so when processes race
  * to create the CA exactly one key wins and every loser loads it.
  */
-export const KEY_FILE = 'ca.key';
-export const CERT_FILE = 'ca.pem';
+const KEY_FILE = 'ca.key';
+const CERT_FILE = 'ca.pem';
 
 // How long a loser waits for the winner to install ca.pem after ca.key before assuming it crashed.
 const CERT_WAIT_MS = 2000;

@@ -24,14 +24,14 @@ export interface IssuedCertificate {
   readonly notAfter: Date;
 }
 
-export interface ServerCertificateRequest {
+interface ServerCertificateRequest {
   /** Extra DNS names; `localhost` is always included. */
   readonly hostnames?: readonly string[];
   /** Extra IP addresses; 127.0.0.1 and ::1 are always included. */
   readonly ipAddresses?: readonly string[];
 }
 
-export interface AgentCertificateRequest {
+interface AgentCertificateRequest {
   readonly agentId: string;
   readonly validityDays: number;
   /** Explicit validity window. Only tests use it, to issue certificates that are already expired. */

@@ -41,7 +41,7 @@ export interface ReadingsIngestorOptions {
 }
 
 /** One readings message as the uplink parsed it against the wire contract (docs/mqtt.md). */
-export interface ReadingsMessage {
+interface ReadingsMessage {
   readonly seq?: number;
   readonly readings: readonly {
     readonly capability: string;

@@ -51,7 +51,7 @@ const ROLL_UP_LAG_MS = UTC_BUCKET_MS['1m'];
  */
 export const CATCHING_UP_SPAN_MS = UTC_BUCKET_MS['1m'];
 
-export const TELEMETRY_PROJECTOR_NAME = 'telemetry';
+const TELEMETRY_PROJECTOR_NAME = 'telemetry';
 
 /**
  * Partitioned by device; SiteCreated has no device, so every partition records the site's zone before any

@@ -3,7 +3,7 @@ import { prepared } from '../../infra/postgres/prepared.js';
 
 /** Statements of the telemetry read model (tables in schema.sql). Bucket tables differ only by name. */
 
-export const BUCKET_TABLES: Readonly<Record<StoredResolution, string>> = {
+const BUCKET_TABLES: Readonly<Record<StoredResolution, string>> = {
   '1m': 'telemetry_1m',
   '1h': 'telemetry_1h',
   '1d': 'telemetry_1d',

@@ -10,7 +10,7 @@ import type { PoolClient } from '../../infra/postgres/pool.js';
  * every older row.
  */
 
-export type PartitionSpan = 'day' | 'month' | 'year';
+type PartitionSpan = 'day' | 'month' | 'year';
 
 export interface PartitionedTable {
   readonly table: string;

@@ -39,7 +39,7 @@ export async function eventually(condition: () => boolean, what: string, ms = WA
 }
 
 /** In-memory AgentDirectory: a fake of the port, mutable by the test. */
-export class FakeDirectory implements AgentDirectory {
+class FakeDirectory implements AgentDirectory {
   readonly agents = new Map<string, AgentRecord>();
   failing = false;
 
@@ -71,7 +71,7 @@ export class FakeDirectory implements AgentDirectory {
   }
 }
 
-export interface RecordedUplink {
+interface RecordedUplink {
   readonly agentId: string;
   readonly topic: UplinkTopic;
   readonly payload: string;
@@ -103,7 +103,7 @@ export interface BrokerFixture {
   close(): Promise<void>;
 }
 
-export interface AgentConnectOptions {
+interface AgentConnectOptions {
   readonly clientId: string;
   /** Omit for a connection without a client certificate. */
   readonly certificate?: IssuedCertificate;
