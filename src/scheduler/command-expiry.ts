@@ -1,12 +1,9 @@
-import type { Logger } from 'pino';
 import { decideExpiry } from '../domain/control/delivery-decisions.js';
 import { controlFolding, type ControlEvent } from '../domain/control/index.js';
 import { deviceStreamName } from '../domain/devices/decider.js';
 import { decideOnStream } from '../eventstore/handle-command.js';
-import type { EventStore } from '../eventstore/port.js';
-import type { Pool } from '../infra/postgres/pool.js';
 import { deadlineSweepJob } from './deadline-sweep.js';
-import type { ScheduledJob } from './job.js';
+import type { JobDeps, ScheduledJob } from './job.js';
 
 /** Commands still pending by the commands read model whose TTL ends before the horizon, soonest first. */
 const PENDING_DEADLINES = `
@@ -30,12 +27,7 @@ interface Deadline {
  * sweep over the commands the read model shows pending whose TTL ends within the next minute. The expiry
  * itself is decided on the device stream: a command that has an outcome by then records nothing.
  */
-export function commandExpiryJob(deps: {
-  store: EventStore;
-  pool: Pool;
-  logger: Logger;
-  now?: () => Date;
-}): ScheduledJob {
+export function commandExpiryJob(deps: JobDeps): ScheduledJob {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger.child({ job: 'command-expiry' });
 

@@ -1,21 +1,13 @@
-import type { Logger } from 'pino';
-import type { EventStore } from '../eventstore/port.js';
-import type { Pool } from '../infra/postgres/pool.js';
 import { closePairingWindow } from '../pairing/windows.js';
 import { listOpenSessions, type PairingSessionRow } from '../projections/pairing/queries.js';
 import { deadlineSweepJob } from './deadline-sweep.js';
-import type { ScheduledJob } from './job.js';
+import type { JobDeps, ScheduledJob } from './job.js';
 
 /**
  * Closes pairing windows at their deadline: a deadline sweep over the windows the read model shows open.
  * The close itself is decided on the hub's pairing stream: a window already closed records nothing.
  */
-export function pairingDeadlinesJob(deps: {
-  store: EventStore;
-  pool: Pool;
-  logger: Logger;
-  now?: () => Date;
-}): ScheduledJob {
+export function pairingDeadlinesJob(deps: JobDeps): ScheduledJob {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger.child({ job: 'pairing-deadlines' });
 
