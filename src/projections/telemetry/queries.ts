@@ -35,6 +35,19 @@ export interface StoredBucket extends BucketStats {
   readonly start: Date;
 }
 
+/** A row of a bucket table (telemetry_1m, telemetry_1h, telemetry_1d), without its device. */
+export interface BucketRow {
+  capability: string;
+  bucket_start: Date;
+  samples: number;
+  sum: number;
+  min: number;
+  max: number;
+  first_value: number;
+  last_value: number;
+  increase: number | null;
+}
+
 export interface BucketQuery {
   readonly deviceId: string;
   readonly capabilities: readonly string[];
@@ -47,17 +60,7 @@ export interface BucketQuery {
 /** Stored buckets of one device, by capability then start. */
 export async function readBuckets(pool: Pool, query: BucketQuery): Promise<StoredBucket[]> {
   const pending = await pendingStarts(pool, query);
-  const { rows } = await pool.query<{
-    capability: string;
-    bucket_start: Date;
-    samples: number;
-    sum: number;
-    min: number;
-    max: number;
-    first_value: number;
-    last_value: number;
-    increase: number | null;
-  }>(SELECT_BUCKETS[pending.form][query.resolution], [
+  const { rows } = await pool.query<BucketRow>(SELECT_BUCKETS[pending.form][query.resolution], [
     query.deviceId,
     query.capabilities,
     query.from,
