@@ -77,6 +77,22 @@ export async function registerDevice(
   return { deviceId, position: result.appended?.position };
 }
 
+/** A smart plug (one binary switch) behind a hub, registered in the store only (see registerDevice). */
+export async function smartPlug(
+  store: EventStore,
+  at: { projectId: string; siteId: string; parentHubId: string },
+): Promise<string> {
+  const { deviceId } = await registerDevice(store, {
+    ...at,
+    kind: 'device',
+    manufacturer: 'IKEA of Sweden',
+    productModel: 'INSPELNING Smart plug',
+    capabilities: ['binary.switch'],
+    profile: 'draft',
+  });
+  return deviceId;
+}
+
 /** A registered device (see registerDevice), with a temperature and humidity sensor's defaults. */
 export async function deviceOf(
   api: TestApi,
