@@ -111,22 +111,13 @@ describe('scheduler', () => {
     });
     const stopA = new AbortController();
     const stopB = new AbortController();
-    const a = runScheduler({
-      locks: db.locks,
-      jobs: [job('a')],
-      logger,
-      signal: stopA.signal,
-      standbyRetryMs: 200,
-    });
+    // One scheduler instance, as one process runs it: its own job, stopped by its own signal.
+    const instance = (name: string, stop: AbortController) =>
+      runScheduler({ locks: db.locks, jobs: [job(name)], logger, signal: stop.signal, standbyRetryMs: 200 });
+    const a = instance('a', stopA);
     // b starts once a leads (it has run its job): which one leads is then not left to a start-up's timing.
     await eventually(() => runs.includes('a'), 'instance a running its job', 10_000);
-    const b = runScheduler({
-      locks: db.locks,
-      jobs: [job('b')],
-      logger,
-      signal: stopB.signal,
-      standbyRetryMs: 200,
-    });
+    const b = instance('b', stopB);
     await sleep(2200);
     expect(runs.filter((r) => r === 'b')).to.deep.equal([]);
     expect(runs.filter((r) => r === 'a').length).to.be.at.least(2);
