@@ -17,6 +17,7 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { CATCHING_UP_SPAN_MS, telemetryProjector } from '../../src/projections/telemetry/projector.js';
 import {
+  bucketStats,
   readBuckets,
   readPointsJson,
   readRawReadings,
@@ -314,15 +315,10 @@ describe('optimised state and telemetry projectors against a reference projectio
         `SELECT * FROM telemetry_${resolution}`,
       );
       for (const r of rows) {
-        buckets.set(bucketKey(resolution, r.device_id, r.capability, r.bucket_start.getTime()), {
-          samples: r.samples,
-          sum: r.sum,
-          min: r.min,
-          max: r.max,
-          first: r.first_value,
-          last: r.last_value,
-          increase: r.increase,
-        });
+        buckets.set(
+          bucketKey(resolution, r.device_id, r.capability, r.bucket_start.getTime()),
+          bucketStats(r),
+        );
       }
     }
     return buckets;

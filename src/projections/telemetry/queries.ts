@@ -48,6 +48,19 @@ export interface BucketRow {
   increase: number | null;
 }
 
+/** What a bucket row says of its readings. */
+export function bucketStats(row: BucketRow): BucketStats {
+  return {
+    samples: row.samples,
+    sum: row.sum,
+    min: row.min,
+    max: row.max,
+    first: row.first_value,
+    last: row.last_value,
+    increase: row.increase,
+  };
+}
+
 export interface BucketQuery {
   readonly deviceId: string;
   readonly capabilities: readonly string[];
@@ -67,17 +80,7 @@ export async function readBuckets(pool: Pool, query: BucketQuery): Promise<Store
     query.to,
     ...pending.extra,
   ]);
-  return rows.map((r) => ({
-    capability: r.capability,
-    start: r.bucket_start,
-    samples: r.samples,
-    sum: r.sum,
-    min: r.min,
-    max: r.max,
-    first: r.first_value,
-    last: r.last_value,
-    increase: r.increase,
-  }));
+  return rows.map((r) => ({ capability: r.capability, start: r.bucket_start, ...bucketStats(r) }));
 }
 
 /** Per capability, the last value of the newest bucket that starts before `before` (where there is one). */
