@@ -9,8 +9,7 @@ import { createLogger } from '../src/infra/logger.js';
 import { createMetrics } from '../src/infra/metrics.js';
 import { catchUpProjector } from '../src/projections/catch-up.js';
 import { telemetryProjector } from '../src/projections/telemetry/projector.js';
-import { registerDevice } from '../tests/support/registry.js';
-import { createSite } from '../src/registry/sites.js';
+import { deviceOf, siteOf } from '../tests/support/registry.js';
 import { allProjectors } from '../src/runtime/projectors.js';
 import { projectWithClient, requestToken } from '../tests/support/tenants.js';
 import { reply } from './ingest.bench.js';
@@ -35,17 +34,8 @@ export async function telemetryBenchmarks(): Promise<void> {
     const { projectId, client } = await projectWithClient(store, db.pool, ['telemetry:read'], {
       name: 'bench',
     });
-    const { siteId } = await createSite(store, { projectId, name: 'Berlin', timezone: 'Europe/Berlin' });
-    const { deviceId } = await registerDevice(store, {
-      projectId,
-      siteId,
-      parentHubId: null,
-      kind: 'device',
-      manufacturer: 'Acme',
-      productModel: 'TH-1',
-      capabilities: [CAPABILITY],
-      profile: 'draft',
-    });
+    const siteId = await siteOf({ store }, projectId, 'Berlin', 'Europe/Berlin');
+    const deviceId = await deviceOf({ store }, projectId, siteId, { capabilities: [CAPABILITY] });
     for (const projector of allProjectors()) {
       if (projector.name !== 'telemetry') await catchUpProjector(db.pool, store, projector);
     }

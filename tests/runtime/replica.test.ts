@@ -13,8 +13,7 @@ import {
 } from '../../src/infra/postgres/embedded.js';
 import { freePort } from '../../src/infra/ports.js';
 import { grantsOfDevice } from '../../src/projections/grants/queries.js';
-import { registerDevice } from '../support/registry.js';
-import { createSite } from '../../src/registry/sites.js';
+import { deviceOf, siteOf } from '../support/registry.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
 import { until } from '../support/edge-agent.js';
 import { clusterDirectory } from '../support/run-directory.js';
@@ -81,13 +80,8 @@ describe('read-model queries from a streaming replica', function () {
       ['devices:read', 'grants:revoke', 'grants:admin'],
       { name: 'replica' },
     );
-    const { siteId } = await createSite(store, { projectId, name: 'Plant', timezone: 'Europe/Paris' });
-    const { deviceId } = await registerDevice(store, {
-      projectId,
-      siteId,
-      parentHubId: null,
-      kind: 'device',
-      manufacturer: 'Acme',
+    const siteId = await siteOf({ store }, projectId, 'Plant', 'Europe/Paris');
+    const deviceId = await deviceOf({ store }, projectId, siteId, {
       productModel: 'Relay-1',
       capabilities: [RELAY],
       profile: 'verified',

@@ -52,7 +52,12 @@ export function fingerprint(answer: Answer) {
   return { status: answer.status, text: answer.text, headers };
 }
 
-export async function siteOf(api: TestApi, projectId: string, name = 'Plant', timezone = 'Europe/Paris') {
+export async function siteOf(
+  api: { readonly store: EventStore },
+  projectId: string,
+  name = 'Plant',
+  timezone = 'Europe/Paris',
+) {
   return (await createSite(api.store, { projectId, name, timezone })).siteId;
 }
 
@@ -95,7 +100,7 @@ export async function smartPlug(
 
 /** A registered device (see registerDevice), with a temperature and humidity sensor's defaults. */
 export async function deviceOf(
-  api: TestApi,
+  api: { readonly store: EventStore },
   projectId: string,
   siteId: string,
   overrides: Partial<Omit<RegisterDevice, 'type' | 'deviceId' | 'projectId' | 'siteId'>> = {},
