@@ -347,7 +347,8 @@ export function event(type: string, data: Record<string, unknown> = {}): NewEven
   return { id: randomUUID(), type, data };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
+/** What `promise` rejects with; a promise that resolves fails the test. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
     await promise;
   } catch (error) {
