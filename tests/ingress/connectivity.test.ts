@@ -95,7 +95,7 @@ describe('connectivity recorder', () => {
           connectionId: 'a',
         }),
       ).to.equal(false);
-      // It did try on what it remembered, and the suite.store refused: the fence held on the re-read.
+      // It did try on what it remembered, and the store refused: the fence held on the re-read.
       expect(appends.callCount, 'appends tried from the stale memory').to.equal(1);
     } finally {
       appends.restore();

@@ -27,7 +27,7 @@ describe('audit log', () => {
     expect(JSON.stringify(rows)).not.to.match(/hmac-sha256|scrypt/);
   });
 
-  it('copies each event’s position, id, stream, revision, type, time and metadata as the suite.store holds them', async () => {
+  it('copies each event’s position, id, stream, revision, type, time and metadata as the store holds them', async () => {
     const stream = 'Grant-audit-columns';
     await suite.store.append(
       stream,
