@@ -4,14 +4,10 @@ import { loadConfig } from '../src/config.js';
 import { setDeviceProfile } from '../src/control/device-admin.js';
 import { setCapabilityGrant } from '../src/control/grants.js';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
-import { createClient } from '../src/identity/clients.js';
-import { ClientSecretHasher } from '../src/identity/secret-hash.js';
-import { createProject } from '../src/identity/projects.js';
 import { createLogger } from '../src/infra/logger.js';
 import { createMetrics } from '../src/infra/metrics.js';
-import { registerDevice } from '../tests/support/registry.js';
-import { createSite } from '../src/registry/sites.js';
-import { requestToken } from '../tests/support/tenants.js';
+import { deviceOf, siteOf } from '../tests/support/registry.js';
+import { projectWithClient, requestToken } from '../tests/support/tenants.js';
 import { benchDatabase, machine, report } from './support.js';
 
 /**
@@ -32,24 +28,15 @@ export async function commandBenchmarks(): Promise<void> {
   let server: Server | undefined;
   let agent: http.Agent | undefined;
   try {
-    const { projectId } = await createProject(store, { name: 'bench' });
-    const client = await createClient(store, new ClientSecretHasher(db.pool), {
-      projectId,
-      scopes: ['commands:write'],
-      authMethod: 'post',
+    const { projectId, client } = await projectWithClient(store, db.pool, ['commands:write'], {
+      name: 'bench',
     });
-    const { siteId } = await createSite(store, { projectId, name: 'Berlin', timezone: 'Europe/Berlin' });
+    const siteId = await siteOf({ store }, projectId, 'Berlin', 'Europe/Berlin');
     const devices: string[] = [];
     for (let i = 0; i < DEVICES; i++) {
-      const { deviceId } = await registerDevice(store, {
-        projectId,
-        siteId,
-        parentHubId: null,
-        kind: 'device',
-        manufacturer: 'Acme',
+      const deviceId = await deviceOf({ store }, projectId, siteId, {
         productModel: 'R2',
         capabilities: ['actuator.relay'],
-        profile: 'draft',
       });
       const now = new Date();
       await setDeviceProfile(store, { deviceId, profile: 'verified', now });

@@ -7,9 +7,6 @@ import { registerAgent } from '../src/agents/register.js';
 import { loadConfig } from '../src/config.js';
 import type { ApplyCommand } from '../src/edge-sim/commands.js';
 import { EdgeSim } from '../src/edge-sim/index.js';
-import { createClient } from '../src/identity/clients.js';
-import { ClientSecretHasher } from '../src/identity/secret-hash.js';
-import { createProject } from '../src/identity/projects.js';
 import { deviceStreamName } from '../src/domain/devices/decider.js';
 import { createLogger } from '../src/infra/logger.js';
 import { loadOrCreateAuthority } from '../src/ingress/pki/authority.js';
@@ -18,7 +15,7 @@ import { createSite } from '../src/registry/sites.js';
 import { startService } from '../src/runtime/service.js';
 import { adoptSimulatedFleet } from '../tests/support/edge-agent.js';
 import { freePort } from '../src/infra/ports.js';
-import { requestToken } from '../tests/support/tenants.js';
+import { projectWithClient, requestToken } from '../tests/support/tenants.js';
 import { benchDatabase, benchDirectory, machine, report } from './support.js';
 
 /**
@@ -54,12 +51,12 @@ export async function roundTripBenchmarks(): Promise<void> {
   const baseUrl = `http://127.0.0.1:${service.httpPort}`;
   let sim: EdgeSim | undefined;
   try {
-    const { projectId } = await createProject(store, { name: 'bench' });
-    const client = await createClient(store, new ClientSecretHasher(db.pool), {
-      projectId,
-      scopes: ['commands:write', 'commands:read', 'devices:read', 'grants:admin'],
-      authMethod: 'post',
-    });
+    const { projectId, client } = await projectWithClient(
+      store,
+      db.pool,
+      ['commands:write', 'commands:read', 'devices:read', 'grants:admin'],
+      { name: 'bench' },
+    );
     const token = await requestToken(baseUrl, client, 'post', undefined);
     const { siteId } = await createSite(store, { projectId, name: 'Bench', timezone: 'Europe/Amsterdam' });
     const authority = await loadOrCreateAuthority(path.join(dataDir, 'pki'));

@@ -5,17 +5,13 @@ import { loadConfig } from '../src/config.js';
 import { ReadingsRecorded, readingsStreamName } from '../src/domain/readings/index.js';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import type { BatchEntry } from '../src/eventstore/port.js';
-import { ClientSecretHasher } from '../src/identity/secret-hash.js';
-import { createClient } from '../src/identity/clients.js';
-import { createProject } from '../src/identity/projects.js';
 import { createLogger } from '../src/infra/logger.js';
 import { createMetrics } from '../src/infra/metrics.js';
 import { catchUpProjector } from '../src/projections/catch-up.js';
 import { telemetryProjector } from '../src/projections/telemetry/projector.js';
-import { registerDevice } from '../tests/support/registry.js';
-import { createSite } from '../src/registry/sites.js';
+import { deviceOf, siteOf } from '../tests/support/registry.js';
 import { allProjectors } from '../src/runtime/projectors.js';
-import { requestToken } from '../tests/support/tenants.js';
+import { projectWithClient, requestToken } from '../tests/support/tenants.js';
 import { reply } from './ingest.bench.js';
 import { benchDatabase, benchWorker, machine, rate, report } from './support.js';
 
@@ -35,23 +31,11 @@ export async function telemetryBenchmarks(): Promise<void> {
   const context = { machine: machine(), postgres: db.serverVersion, adapter: 'postgres' };
   let server: Server | undefined;
   try {
-    const { projectId } = await createProject(store, { name: 'bench' });
-    const client = await createClient(store, new ClientSecretHasher(db.pool), {
-      projectId,
-      scopes: ['telemetry:read'],
-      authMethod: 'post',
+    const { projectId, client } = await projectWithClient(store, db.pool, ['telemetry:read'], {
+      name: 'bench',
     });
-    const { siteId } = await createSite(store, { projectId, name: 'Berlin', timezone: 'Europe/Berlin' });
-    const { deviceId } = await registerDevice(store, {
-      projectId,
-      siteId,
-      parentHubId: null,
-      kind: 'device',
-      manufacturer: 'Acme',
-      productModel: 'TH-1',
-      capabilities: [CAPABILITY],
-      profile: 'draft',
-    });
+    const siteId = await siteOf({ store }, projectId, 'Berlin', 'Europe/Berlin');
+    const deviceId = await deviceOf({ store }, projectId, siteId, { capabilities: [CAPABILITY] });
     for (const projector of allProjectors()) {
       if (projector.name !== 'telemetry') await catchUpProjector(db.pool, store, projector);
     }

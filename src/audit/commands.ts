@@ -1,4 +1,9 @@
-import { commandEvents, type CommandEvent, type CommandStatus } from '../domain/control/command-events.js';
+import {
+  FINAL_STATUS_AFTER,
+  commandEvents,
+  type CommandEvent,
+  type CommandStatus,
+} from '../domain/control/command-events.js';
 import { evolveControl, initialControlState, type DeviceControlState } from '../domain/control/index.js';
 import type { EventStore } from '../eventstore/port.js';
 import {
@@ -68,14 +73,6 @@ export async function commandHistory(store: EventStore, filter: AuditFilter): Pr
 
 type Step = Omit<CommandStepRow, 'position' | 'at' | 'projectId' | 'deviceId'>;
 
-const OUTCOME_STEPS = {
-  CommandSucceeded: 'succeeded',
-  CommandFailed: 'failed',
-  CommandExpired: 'expired',
-  CommandSuperseded: 'superseded',
-  CommandCancelled: 'cancelled',
-} as const;
-
 function stepOf(
   event: CommandEvent,
   before: DeviceControlState,
@@ -128,30 +125,30 @@ function stepOf(
     case 'CommandSucceeded':
       return {
         ...base,
-        step: OUTCOME_STEPS[event.type],
+        step: FINAL_STATUS_AFTER[event.type],
         by: ackedBy(event.data),
         detail: event.data.detail ?? '',
       };
     case 'CommandFailed':
       return {
         ...base,
-        step: OUTCOME_STEPS[event.type],
+        step: FINAL_STATUS_AFTER[event.type],
         by: ackedBy(event.data),
         detail: joined(event.data.reason, event.data.detail),
       };
     case 'CommandExpired':
-      return { ...base, step: OUTCOME_STEPS[event.type], by: 'system', detail: 'ttl ended' };
+      return { ...base, step: FINAL_STATUS_AFTER[event.type], by: 'system', detail: 'ttl ended' };
     case 'CommandSuperseded':
       return {
         ...base,
-        step: OUTCOME_STEPS[event.type],
+        step: FINAL_STATUS_AFTER[event.type],
         by: 'system',
         detail: `by ${event.data.supersededBy}`,
       };
     case 'CommandCancelled':
       return {
         ...base,
-        step: OUTCOME_STEPS[event.type],
+        step: FINAL_STATUS_AFTER[event.type],
         by: describeActor(event.data.by),
         detail: event.data.reason,
       };

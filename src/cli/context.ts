@@ -21,14 +21,7 @@ export async function withCliContext<T>(work: (context: CliContext) => Promise<T
   const logger = createLogger(process.env.LOG_LEVEL ? config.LOG_LEVEL : 'warn', process.stderr);
   const database = await openDatabase(config, logger, { poolSize: 4 });
   try {
-    const store = await openEventStore({
-      eventStoreUrl: config.EVENTSTORE_URL,
-      followerReads: config.EVENTSTORE_FOLLOWER_READS,
-      pool: database.pool,
-      databaseUrl: database.url,
-      idlePollMs: config.PROJECTION_IDLE_POLL_MS,
-      logger,
-    });
+    const store = await openEventStore(config, database, logger);
     try {
       return await work({ config, logger, database, store });
     } finally {

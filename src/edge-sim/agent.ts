@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { fullJitter } from '../infra/backoff.js';
 import mqtt, { type MqttClient } from 'mqtt';
 import type { Logger } from 'pino';
 import type { AgentFiles } from '../agents/agent-files.js';
@@ -298,10 +299,9 @@ export class EdgeSim extends EventEmitter {
     this.emit('disconnected');
     if (this.#reconnectTimer) return;
     const { initialMs, maxMs } = this.#options.backoff ?? { initialMs: 250, maxMs: 10_000 };
-    const ceiling = Math.min(maxMs, initialMs * 2 ** this.#failures);
-    this.#failures += 1;
     // Full jitter, so a fleet that lost the broker together does not come back together.
-    const delay = Math.max(initialMs / 2, Math.random() * ceiling);
+    const delay = Math.max(initialMs / 2, fullJitter(this.#failures, { baseMs: initialMs, capMs: maxMs }));
+    this.#failures += 1;
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
       if (this.#stopping || !this.#client) return;

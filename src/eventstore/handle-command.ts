@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { fullJitter, type Backoff } from '../infra/backoff.js';
 import type { Decider } from '../domain/decider.js';
 import { foldStream, forgetFold, keepFold, keptFold } from './folded-streams.js';
 import {
@@ -30,9 +31,8 @@ interface HandleOptions<Event> {
 }
 
 const DEFAULT_MAX_ATTEMPTS = 12;
-/** Full-jitter back-off between attempts: a random wait in [0, min(cap, base * 2^attempt)) ms. */
-const BACKOFF_BASE_MS = 2;
-const BACKOFF_CAP_MS = 200;
+/** Full-jitter back-off between attempts. */
+const BACKOFF: Backoff = { baseMs: 2, capMs: 200 };
 
 /**
  * What a decision on one stream records: its own events, appends to other streams that must land with them
@@ -145,7 +145,7 @@ async function optimisticLoop<Event extends TypedEvent, State, Result>(
         continue;
       }
       if (attempt >= maxAttempts) throw new StreamContendedError(streamName, attempt);
-      await sleep(Math.random() * Math.min(BACKOFF_CAP_MS, BACKOFF_BASE_MS * 2 ** attempt));
+      await sleep(fullJitter(attempt, BACKOFF));
     }
   }
 }

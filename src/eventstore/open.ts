@@ -1,3 +1,4 @@
+import type { Config } from '../config.js';
 import type { Logger } from '../infra/logger.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import type { EventStore } from './port.js';
@@ -5,36 +6,34 @@ import type { SharedReads } from './shared-pages.js';
 import { PostgresEventStore } from './postgres/adapter.js';
 
 /**
- * Chooses the adapter from EVENTSTORE_URL: a kurrentdb:// or esdb:// connection string selects KurrentDB;
- * otherwise events live in the service's own PostgreSQL database.
+ * Opens the event store the configuration names: a kurrentdb:// or esdb:// EVENTSTORE_URL selects KurrentDB
+ * (EVENTSTORE_FOLLOWER_READS: read $all and subscribe from followers); otherwise events live in the
+ * service's own PostgreSQL database, whose subscriptions at the head wait PROJECTION_IDLE_POLL_MS for an
+ * append before they read anyway and tell `logger` when the connection that listens for appends is lost.
  */
-export async function openEventStore(options: {
-  eventStoreUrl: string | undefined;
-  /** KurrentDB: read $all and subscribe from followers (EVENTSTORE_FOLLOWER_READS). */
-  followerReads?: boolean;
-  pool: Pool;
-  databaseUrl: string;
-  /** Postgres: how long a subscription at the head waits for an append before it reads anyway. */
-  idlePollMs?: number;
-  /** Postgres: hears when the connection that listens for appends is lost and back. */
-  logger?: Logger;
-  /** Postgres: subscriptions within these types share their reads (shared-pages.ts). */
-  sharedReads?: SharedReads;
-}): Promise<EventStore> {
-  const url = options.eventStoreUrl;
+export async function openEventStore(
+  config: Pick<Config, 'EVENTSTORE_URL' | 'EVENTSTORE_FOLLOWER_READS' | 'PROJECTION_IDLE_POLL_MS'>,
+  database: { readonly pool: Pool; readonly url: string },
+  logger: Logger,
+  options: {
+    /** Postgres: subscriptions within these types share their reads (shared-pages.ts). */
+    sharedReads?: SharedReads;
+  } = {},
+): Promise<EventStore> {
+  const url = config.EVENTSTORE_URL;
   if (url && /^(kurrentdb|esdb)(\+discover)?:\/\//.test(url)) {
     const { createKurrentDbEventStore } = await import('./kurrentdb/adapter.js');
-    return createKurrentDbEventStore(url, { followerReads: options.followerReads });
+    return createKurrentDbEventStore(url, { followerReads: config.EVENTSTORE_FOLLOWER_READS });
   }
-  if (url && url !== options.databaseUrl) {
+  if (url && url !== database.url) {
     throw new Error(
       'EVENTSTORE_URL may name a KurrentDB server; a Postgres event store lives in DATABASE_URL',
     );
   }
-  return new PostgresEventStore(options.pool, {
-    connectionString: options.databaseUrl,
-    idlePollMs: options.idlePollMs,
-    logger: options.logger,
+  return new PostgresEventStore(database.pool, {
+    connectionString: database.url,
+    idlePollMs: config.PROJECTION_IDLE_POLL_MS,
+    logger,
     sharedReads: options.sharedReads,
   });
 }

@@ -1,4 +1,5 @@
 import type { EventStore } from '../eventstore/port.js';
+import { projectorLock, tryLock, unlock } from '../infra/postgres/election.js';
 import { inTransaction, type Pool, type PoolClient } from '../infra/postgres/pool.js';
 import {
   FAMILY_CHECKPOINTS,
@@ -9,9 +10,6 @@ import {
 import { partitionsOf, type PartitionableProjector } from './partitions.js';
 import type { Projector } from './projector.js';
 import { catchUpProjector } from './catch-up.js';
-
-const TRY_LOCK = 'SELECT pg_try_advisory_lock(hashtext($1)) AS ok';
-const UNLOCK = 'SELECT pg_advisory_unlock(hashtext($1))';
 
 /** A partition of the old count is still being projected by a running process. */
 export class PartitionsInUse extends Error {
@@ -54,9 +52,8 @@ export async function repartition(
   const held: string[] = [];
   try {
     for (const projector of old) {
-      const lock = `projector:${projector.name}`;
-      if (!(await connection.query<{ ok: boolean }>(TRY_LOCK, [lock])).rows[0]!.ok)
-        throw new PartitionsInUse(projector.name);
+      const lock = projectorLock(projector.name);
+      if (!(await tryLock(connection, lock))) throw new PartitionsInUse(projector.name);
       held.push(lock);
     }
     let target = await store.headPosition();
@@ -79,7 +76,7 @@ export async function repartition(
     for (const projector of wanted) await installProjector(pool, projector);
     return { from, to: count, position: target };
   } finally {
-    for (const lock of held) await connection.query(UNLOCK, [lock]).catch(() => undefined);
+    for (const lock of held) await unlock(connection, lock).catch(() => undefined);
     connection.release(held.length > 0 ? true : undefined);
   }
 }

@@ -3,7 +3,7 @@ import type { Logger } from '../infra/logger.js';
 import { inTransaction, type Pool } from '../infra/postgres/pool.js';
 import { advanceCheckpoint, installProjector, readCheckpoint } from './checkpoints.js';
 import type { Projector } from './projector.js';
-import { runElected } from '../infra/postgres/election.js';
+import { projectorLock, runElected } from '../infra/postgres/election.js';
 import { rebuildProjector } from './rebuild.js';
 import type { PartitionShare } from './partition-share.js';
 
@@ -43,7 +43,7 @@ export async function runProjector(
   const retired = new AbortController();
   await runElected(
     options.locks,
-    `projector:${projector.name}`,
+    projectorLock(projector.name),
     async (leadership) => {
       const checkpoint = await readCheckpoint(pool, projector.name);
       if (!checkpoint) {

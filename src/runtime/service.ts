@@ -55,13 +55,7 @@ export async function startService(
   options: ServiceOptions = {},
 ): Promise<RunningService> {
   const database = await openDatabase(config, logger);
-  const store = await openEventStore({
-    eventStoreUrl: config.EVENTSTORE_URL,
-    followerReads: config.EVENTSTORE_FOLLOWER_READS,
-    pool: database.pool,
-    databaseUrl: database.url,
-    idlePollMs: config.PROJECTION_IDLE_POLL_MS,
-    logger,
+  const store = await openEventStore(config, database, logger, {
     // A projector farther behind the others than one batch reads on its own.
     sharedReads: { eventTypes: SHARED_READ_TYPES, maxEvents: config.PROJECTION_BATCH_SIZE },
   });

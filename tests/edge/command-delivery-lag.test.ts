@@ -12,7 +12,7 @@ import { AGENT_ID_OF_DEVICE } from '../../src/projections/agents/queries.js';
 import { catchUpProjector, isCaughtUp } from '../../src/projections/catch-up.js';
 import { pairingProjector } from '../../src/projections/pairing/projector.js';
 import { ADOPTED_ON_HUB } from '../../src/projections/pairing/queries.js';
-import { registerDevice } from '../support/registry.js';
+import { smartPlug } from '../support/registry.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { provisionSimulatedAgent } from '../../tools/soak/provision.js';
 import { controls } from '../support/commands.js';
@@ -57,17 +57,7 @@ const at = (records: QueryRecord[], step: QueryRecord['step'], statement: string
 
 /** A switchable device behind the hub, registered in the store only: no read model shows it yet. */
 async function switchBehind(store: EventStore, projectId: string, hubId: string): Promise<string> {
-  const { deviceId } = await registerDevice(store, {
-    projectId,
-    siteId: 'site_lag',
-    parentHubId: hubId,
-    kind: 'device',
-    manufacturer: 'IKEA of Sweden',
-    productModel: 'INSPELNING Smart plug',
-    capabilities: ['binary.switch'],
-    profile: 'draft',
-  });
-  return deviceId;
+  return smartPlug(store, { projectId, siteId: 'site_lag', parentHubId: hubId });
 }
 
 describe('command delivery while read models lag (ingress only, projected by the test)', function () {

@@ -347,7 +347,8 @@ function event(type: string, data: Record<string, unknown> = {}): NewEvent {
   return { id: randomUUID(), type, data };
 }
 
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
+/** What `promise` rejects with; a promise that resolves fails the test. */
+export async function rejection(promise: Promise<unknown>): Promise<unknown> {
   try {
     await promise;
   } catch (error) {

@@ -40,6 +40,7 @@ import {
   type ClientResolvedEvent,
 } from '../../src/eventstore/kurrentdb/mapping.js';
 import { comparePositions, decodePosition, encodePosition } from '../../src/eventstore/kurrentdb/position.js';
+import { rejection } from './contract.js';
 
 const max64 = (1n << 64n) - 1n;
 
@@ -91,15 +92,6 @@ function fakeClient() {
 
 function storeOn(fake: ReturnType<typeof fakeClient>, options = {}) {
   return new KurrentDbEventStore(fake as unknown as KurrentDBClient, options);
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  try {
-    await promise;
-  } catch (error) {
-    return error;
-  }
-  throw new Error('expected a rejection');
 }
 
 function within<T>(promise: Promise<T>, ms = 1000): Promise<T> {

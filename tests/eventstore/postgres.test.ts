@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
 import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { closeEventStore, eventStoreForEachTest, openEventStore } from '../support/event-store.js';
 import { eventStoreContract, sleep } from './contract.js';
 
 /** Appends one event per transaction, each transaction held open for a random while after it wrote. */
@@ -64,38 +64,31 @@ async function naiveBigserialRead(pool: pg.Pool, after: bigint): Promise<{ id: s
 }
 
 describe('global order under out-of-order commits (PostgreSQL)', () => {
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-  beforeEach(async () => {
-    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
-  });
-  afterEach(async () => {
-    await closeEventStore({ db, store });
-  });
+  const suite = eventStoreForEachTest({ idlePollMs: 50 });
 
   it('a naive bigserial reader skips an event committed out of order; our reader does not', async () => {
-    const slow = await db.pool.connect();
+    const slow = await suite.db.pool.connect();
     const earlyId = randomUUID();
     await slow.query('BEGIN');
     await slow.query(
       `SELECT eventstore.append_events('slow', -2, $1::uuid[], '{Slow}', '{"{}"}', '{NULL}')`,
       [[earlyId]],
     );
-    const fast = await store.append('fast', [{ id: randomUUID(), type: 'Fast', data: {} }], 'any');
+    const fast = await suite.store.append('fast', [{ id: randomUUID(), type: 'Fast', data: {} }], 'any');
 
-    const naiveSeen = await naiveBigserialRead(db.pool, 0n);
+    const naiveSeen = await naiveBigserialRead(suite.db.pool, 0n);
     const naiveCheckpoint = naiveSeen.at(-1)!.gp;
-    const ours = await store.readAll({ maxCount: 100 });
+    const ours = await suite.store.readAll({ maxCount: 100 });
     expect(ours.events, 'ours waits for the open transaction').to.have.length(0);
 
     await slow.query('COMMIT');
     slow.release();
 
-    const naiveAfter = await naiveBigserialRead(db.pool, naiveCheckpoint);
+    const naiveAfter = await naiveBigserialRead(suite.db.pool, naiveCheckpoint);
     const naiveTotal = [...naiveSeen, ...naiveAfter].map((e) => e.id);
     expect(naiveTotal, 'the naive reader never sees the early event').to.not.include(earlyId);
 
-    const oursAfter = await store.readAll({ maxCount: 100 });
+    const oursAfter = await suite.store.readAll({ maxCount: 100 });
     expect(oursAfter.events.map((e) => e.type)).to.deep.equal(['Slow', 'Fast']);
     expect(oursAfter.events[1]!.position).to.equal(fast.position);
   });
@@ -107,26 +100,26 @@ describe('global order under out-of-order commits (PostgreSQL)', () => {
     let polling = true;
     const poller = (async () => {
       while (polling) {
-        for (const row of await naiveBigserialRead(db.pool, last)) {
+        for (const row of await naiveBigserialRead(suite.db.pool, last)) {
           naive.push(row.id);
           last = row.gp;
         }
         await sleep(2);
       }
     })();
-    const ids = await slowTransactions(db.pool, 40, 3);
+    const ids = await slowTransactions(suite.db.pool, 40, 3);
     polling = false;
     await poller;
-    const ours = (await store.readAll({ maxCount: 10_000 })).events.map((e) => e.id);
+    const ours = (await suite.store.readAll({ maxCount: 10_000 })).events.map((e) => e.id);
     expect(ours).to.have.members(ids);
     expect(naive.length, 'naive reader missed events').to.be.lessThan(ids.length);
   });
 
   it('appendMany writes all streams or none', async () => {
-    await store.append('taken', [{ id: randomUUID(), type: 'A', data: {} }], 'no_stream');
+    await suite.store.append('taken', [{ id: randomUUID(), type: 'A', data: {} }], 'no_stream');
     let failed = false;
     try {
-      await store.appendMany([
+      await suite.store.appendMany([
         {
           streamName: 'fresh',
           events: [{ id: randomUUID(), type: 'A', data: {} }],
@@ -142,7 +135,7 @@ describe('global order under out-of-order commits (PostgreSQL)', () => {
       failed = true;
     }
     expect(failed).to.equal(true);
-    expect(await store.readStream('fresh')).to.deep.equal([]);
+    expect(await suite.store.readStream('fresh')).to.deep.equal([]);
   });
 });
 

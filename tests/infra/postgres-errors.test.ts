@@ -1,28 +1,19 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import pg from 'pg';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { isBusyError, isConnectionError, isDataError } from '../../src/infra/postgres/errors.js';
-import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { eventStoreForSuite } from '../support/event-store.js';
 
 describe('PostgreSQL error classes', () => {
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-  before(async () => {
-    ({ db, store } = await openEventStore());
-  });
-  after(async () => {
-    await closeEventStore({ db, store });
-  });
+  const suite = eventStoreForSuite();
 
   // Event data is stored as json since migration 0404, which checks only the syntax: the store's own
   // eventstore.storable() keeps these refusals on every append path (one stream, several, a batch).
   const appendPaths = {
     append: (data: object) =>
-      store.append(`probe-${randomUUID()}`, [{ id: randomUUID(), type: 'Probe', data }], 'any'),
+      suite.store.append(`probe-${randomUUID()}`, [{ id: randomUUID(), type: 'Probe', data }], 'any'),
     appendMany: (data: object) =>
-      store.appendMany([
+      suite.store.appendMany([
         {
           streamName: `probe-${randomUUID()}`,
           events: [{ id: randomUUID(), type: 'Probe', data: {} }],
@@ -35,7 +26,7 @@ describe('PostgreSQL error classes', () => {
         },
       ]),
     appendBatch: (data: object) =>
-      store.appendBatch([
+      suite.store.appendBatch([
         { streamName: `probe-${randomUUID()}`, event: { id: randomUUID(), type: 'Probe', data } },
       ]),
   };
@@ -60,8 +51,8 @@ describe('PostgreSQL error classes', () => {
   it('stores text that only looks like an escape, a control character and an emoji, unchanged', async () => {
     const data = { path: 'C:\\users\\u0000', bell: 'ring\u0007', emoji: 'plug \ud83d\udd0c' };
     const streamName = `probe-${randomUUID()}`;
-    await store.appendBatch([{ streamName, event: { id: randomUUID(), type: 'Probe', data } }]);
-    const [stored] = await store.readStream(streamName);
+    await suite.store.appendBatch([{ streamName, event: { id: randomUUID(), type: 'Probe', data } }]);
+    const [stored] = await suite.store.readStream(streamName);
     expect(stored!.data).to.deep.equal(data);
   });
 
@@ -69,9 +60,9 @@ describe('PostgreSQL error classes', () => {
     // A role allowed no connections at all: the server itself refuses, as when max_connections is reached.
     const role = `dc_busy_${randomBytes(4).toString('hex')}`;
     const password = randomBytes(18).toString('base64url');
-    await db.pool.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0 PASSWORD '${password}'`);
+    await suite.db.pool.query(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 0 PASSWORD '${password}'`);
     try {
-      const url = new URL(db.url);
+      const url = new URL(suite.db.url);
       url.username = role;
       url.password = password;
       const client = new pg.Client({ connectionString: url.toString() });
@@ -84,7 +75,7 @@ describe('PostgreSQL error classes', () => {
       expect(isBusyError(error)).to.equal(true);
       expect(isConnectionError(error)).to.equal(false);
     } finally {
-      await db.pool.query(`DROP ROLE ${role}`);
+      await suite.db.pool.query(`DROP ROLE ${role}`);
     }
   });
 

@@ -8,7 +8,7 @@ import { uplinkTopic } from '../../src/ingress/broker/topics.js';
 import { loadOrCreateAuthority } from '../../src/ingress/pki/authority.js';
 import { until } from '../support/edge-agent.js';
 import { startEdgeService, type EdgeService } from '../support/edge-service.js';
-import { registerDevice, siteOf } from '../support/registry.js';
+import { siteOf, smartPlug } from '../support/registry.js';
 import { connectAsAgent, metricSample, within } from './support/broker-fixture.js';
 import { deviceStreamName } from '../../src/domain/devices/decider.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
@@ -45,16 +45,7 @@ describe('command acks at the ingress (before the PUBACK), against real PostgreS
       logger: createLogger('silent'),
       now: () => new Date(),
     });
-    ({ deviceId } = await registerDevice(store, {
-      projectId: 'prj_acks',
-      siteId: 'site_1',
-      parentHubId: 'dev_hub',
-      kind: 'device',
-      manufacturer: 'IKEA of Sweden',
-      productModel: 'INSPELNING Smart plug',
-      capabilities: ['binary.switch'],
-      profile: 'draft',
-    }));
+    deviceId = await smartPlug(store, { projectId: 'prj_acks', siteId: 'site_1', parentHubId: 'dev_hub' });
     agent = {
       agentId: 'agt_1',
       projectId: 'prj_acks',
@@ -162,16 +153,7 @@ describe('command acks over the real broker (mTLS, a real MQTT client as the age
       await registerAgent(edge.store, authority, { projectId, siteId }),
       await registerAgent(edge.store, authority, { projectId, siteId }),
     ];
-    ({ deviceId: plug } = await registerDevice(edge.store, {
-      projectId,
-      siteId,
-      parentHubId: registered[0]!.hubId,
-      kind: 'device',
-      manufacturer: 'IKEA of Sweden',
-      productModel: 'INSPELNING Smart plug',
-      capabilities: ['binary.switch'],
-      profile: 'draft',
-    }));
+    plug = await smartPlug(edge.store, { projectId, siteId, parentHubId: registered[0]!.hubId });
     c = controls(edge.store, { projectId });
     await c.grant(plug, 'binary.switch');
     await edge.catchUp();

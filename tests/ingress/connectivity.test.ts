@@ -1,28 +1,18 @@
 import { expect } from 'chai';
 import sinon from 'sinon';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { ConnectivityRecorder, connectivityStreamName } from '../../src/ingress/connectivity.js';
-import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { eventStoreForSuite } from '../support/event-store.js';
 
 describe('connectivity recorder', () => {
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-
-  before(async () => {
-    ({ db, store } = await openEventStore());
-  });
-  after(async () => {
-    await closeEventStore({ db, store });
-  });
+  const suite = eventStoreForSuite();
 
   const states = async (deviceId: string) =>
-    (await store.readStream(connectivityStreamName(deviceId))).map(
+    (await suite.store.readStream(connectivityStreamName(deviceId))).map(
       (e) => (e.data as { connectivity: string }).connectivity,
     );
 
   it('records a change only when the connectivity changes', async () => {
-    const recorder = new ConnectivityRecorder(store);
+    const recorder = new ConnectivityRecorder(suite.store);
     const at = new Date();
     await recorder.record('prj_1', ['dev_a', 'dev_b'], 'online', 'agent_connected', at);
     await recorder.record('prj_1', ['dev_a'], 'online', 'device_reported', at);
@@ -33,8 +23,8 @@ describe('connectivity recorder', () => {
   });
 
   it('holds across recorders that race (two ingress instances): each change is recorded once', async () => {
-    const a = new ConnectivityRecorder(store);
-    const b = new ConnectivityRecorder(store);
+    const a = new ConnectivityRecorder(suite.store);
+    const b = new ConnectivityRecorder(suite.store);
     const at = new Date();
     await Promise.all([
       a.record('prj_1', ['dev_c'], 'online', 'agent_connected', at),
@@ -47,14 +37,14 @@ describe('connectivity recorder', () => {
   });
 
   const hubEvents = async (deviceId: string) =>
-    (await store.readStream(connectivityStreamName(deviceId))).map((e) => {
+    (await suite.store.readStream(connectivityStreamName(deviceId))).map((e) => {
       const data = e.data as { connectivity?: string; connectionId?: string };
       const what = e.type === 'HubConnectionReplaced' ? 'replaced' : data.connectivity;
       return `${what} ${data.connectionId ?? '-'}`;
     });
 
   it('fences the end of an older connection: the hub stays online through its newer one', async () => {
-    const recorder = new ConnectivityRecorder(store);
+    const recorder = new ConnectivityRecorder(suite.store);
     const at = new Date();
     const first = { hubId: 'hub_f', connectionId: 'c1' };
     const second = { hubId: 'hub_f', connectionId: 'c2' };
@@ -86,8 +76,8 @@ describe('connectivity recorder', () => {
   });
 
   it('fences across nodes: a node that remembers the old connection re-reads on conflict and records nothing', async () => {
-    const old = new ConnectivityRecorder(store); // the node the agent left, or the one publishing its will
-    const now = new ConnectivityRecorder(store); // the node the agent is connected to
+    const old = new ConnectivityRecorder(suite.store); // the node the agent left, or the one publishing its will
+    const now = new ConnectivityRecorder(suite.store); // the node the agent is connected to
     const at = new Date();
     await old.record('prj_1', ['hub_g', 'dev_g'], 'online', 'agent_connected', at, {
       hubId: 'hub_g',
@@ -97,7 +87,7 @@ describe('connectivity recorder', () => {
       hubId: 'hub_g',
       connectionId: 'b',
     });
-    const appends = sinon.spy(store, 'appendMany');
+    const appends = sinon.spy(suite.store, 'appendMany');
     try {
       expect(
         await old.record('prj_1', ['hub_g'], 'offline', 'agent_offline', at, {
@@ -114,7 +104,7 @@ describe('connectivity recorder', () => {
   });
 
   it('records a new connection of a hub online on record without a connectivity change (device_status is a change)', async () => {
-    const recorder = new ConnectivityRecorder(store);
+    const recorder = new ConnectivityRecorder(suite.store);
     const at = new Date();
     for (const connectionId of ['r1', 'r2', 'r3'])
       await recorder.record('prj_1', ['hub_r', 'dev_r'], 'online', 'agent_connected', at, {
@@ -126,7 +116,7 @@ describe('connectivity recorder', () => {
       connectionId: 'r3',
     });
     // Every DeviceConnectivityChanged (each one a device_status frame) changes the connectivity.
-    const changes = (await store.readStream(connectivityStreamName('hub_r')))
+    const changes = (await suite.store.readStream(connectivityStreamName('hub_r')))
       .filter((e) => e.type === 'DeviceConnectivityChanged')
       .map((e) => (e.data as { connectivity: string }).connectivity);
     expect(changes).to.deep.equal(['online', 'offline']);

@@ -2,9 +2,6 @@ import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import { EventSource, type FetchLike } from 'eventsource';
 import { loadConfig } from '../../src/config.js';
-import { createClient } from '../../src/identity/clients.js';
-import { createProject } from '../../src/identity/projects.js';
-import { ClientSecretHasher } from '../../src/identity/secret-hash.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { freePort } from '../../src/infra/ports.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
@@ -12,7 +9,7 @@ import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { eventStoreOver } from '../support/event-store.js';
 import { recordReadings } from '../support/readings.js';
 import { tempDirectory } from '../support/run-directory.js';
-import { requestToken } from '../support/tenants.js';
+import { projectWithClient, requestToken } from '../support/tenants.js';
 
 const HOUR_MS = 3_600_000;
 
@@ -53,11 +50,8 @@ describe('GET /v1/live with a standard SSE client (eventsource)', function () {
     // The API alone: readings are appended to the store directly, as the ingestor would.
     const serve = (now?: () => number) => startService(config, createLogger('silent'), ['api'], { now });
     const store = eventStoreOver(db);
-    const { projectId } = await createProject(store, { name: 'standard SSE client' });
-    const credentials = await createClient(store, new ClientSecretHasher(db.pool), {
-      projectId,
-      scopes: ['telemetry:live'],
-      authMethod: 'post',
+    const { projectId, client: credentials } = await projectWithClient(store, db.pool, ['telemetry:live'], {
+      name: 'standard SSE client',
     });
     let value = 0;
     const readings = (messages: number) =>

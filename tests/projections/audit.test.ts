@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createClient } from '../../src/identity/clients.js';
 import { createProject } from '../../src/identity/projects.js';
 import { ClientSecretHasher } from '../../src/identity/secret-hash.js';
@@ -8,27 +7,19 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { createLogger } from '../../src/infra/logger.js';
-import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { eventStoreForEachTest } from '../support/event-store.js';
 
 describe('audit log', () => {
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-  beforeEach(async () => {
-    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
-  });
-  afterEach(async () => {
-    await closeEventStore({ db, store });
-  });
+  const suite = eventStoreForEachTest({ idlePollMs: 50 });
 
   it('keeps every control-plane fact but never a client secret hash', async () => {
-    const { projectId } = await createProject(store, { name: 'Acme' });
-    const client = await createClient(store, new ClientSecretHasher(db.pool), {
+    const { projectId } = await createProject(suite.store, { name: 'Acme' });
+    const client = await createClient(suite.store, new ClientSecretHasher(suite.db.pool), {
       projectId,
       scopes: ['devices:read'],
     });
-    await catchUpProjector(db.pool, store, auditProjector(), 2000, client.position);
-    const { rows } = await db.pool.query<{ event_type: string; data: Record<string, unknown> }>(
+    await catchUpProjector(suite.db.pool, suite.store, auditProjector(), 2000, client.position);
+    const { rows } = await suite.db.pool.query<{ event_type: string; data: Record<string, unknown> }>(
       `SELECT event_type, data FROM audit_log ORDER BY position`,
     );
     expect(rows.map((r) => r.event_type)).to.deep.equal(['ProjectCreated', 'ClientCreated']);
@@ -38,8 +29,12 @@ describe('audit log', () => {
 
   it('copies each event’s position, id, stream, revision, type, time and metadata as the store holds them', async () => {
     const stream = 'Grant-audit-columns';
-    await store.append(stream, [{ id: crypto.randomUUID(), type: 'ProjectCreated', data: { n: 0 } }], 'any');
-    const { position } = await store.append(
+    await suite.store.append(
+      stream,
+      [{ id: crypto.randomUUID(), type: 'ProjectCreated', data: { n: 0 } }],
+      'any',
+    );
+    const { position } = await suite.store.append(
       stream,
       [
         {
@@ -51,10 +46,10 @@ describe('audit log', () => {
       ],
       'any',
     );
-    await catchUpProjector(db.pool, store, auditProjector(['ProjectCreated']), 2000, position);
-    const stored = (await store.readAll({ maxCount: 10, eventTypes: ['ProjectCreated'] })).events;
+    await catchUpProjector(suite.db.pool, suite.store, auditProjector(['ProjectCreated']), 2000, position);
+    const stored = (await suite.store.readAll({ maxCount: 10, eventTypes: ['ProjectCreated'] })).events;
     expect(stored, 'both events are in the store').to.have.length(2);
-    const { rows } = await db.pool.query<{
+    const { rows } = await suite.db.pool.query<{
       position: string;
       event_id: string;
       stream_name: string;
@@ -80,33 +75,33 @@ describe('audit log', () => {
   });
 
   it('a log written by the version that copied hashes is rebuilt without them', async () => {
-    const { projectId } = await createProject(store, { name: 'Acme' });
-    const client = await createClient(store, new ClientSecretHasher(db.pool), {
+    const { projectId } = await createProject(suite.store, { name: 'Acme' });
+    const client = await createClient(suite.store, new ClientSecretHasher(suite.db.pool), {
       projectId,
       scopes: ['devices:read'],
     });
     // What version 1 left behind: the hash copied into the log, and its checkpoint at the head.
     const projector = auditProjector();
-    await catchUpProjector(db.pool, store, projector, 2000, client.position);
-    await db.pool.query(
+    await catchUpProjector(suite.db.pool, suite.store, projector, 2000, client.position);
+    await suite.db.pool.query(
       `UPDATE audit_log SET data = data || jsonb_build_object('secretHash', '$scrypt$ln=15,r=8,p=1$c2FsdA$aGFzaA')
         WHERE event_type = 'ClientCreated'`,
     );
-    await db.pool.query(`UPDATE projection.checkpoints SET version = 1 WHERE projector = 'audit'`);
+    await suite.db.pool.query(`UPDATE projection.checkpoints SET version = 1 WHERE projector = 'audit'`);
     const leaked = async () =>
-      (await db.pool.query(`SELECT 1 FROM audit_log WHERE data::text LIKE '%scrypt%'`)).rowCount;
+      (await suite.db.pool.query(`SELECT 1 FROM audit_log WHERE data::text LIKE '%scrypt%'`)).rowCount;
     expect(await leaked()).to.equal(1);
 
     const stop = new AbortController();
-    const running = runProjector(db.pool, store, projector, {
+    const running = runProjector(suite.db.pool, suite.store, projector, {
       batchSize: 100,
-      locks: db.locks,
+      locks: suite.db.locks,
       signal: stop.signal,
       logger: createLogger('silent'),
     });
     try {
       const deadline = Date.now() + 20_000;
-      while ((await readCheckpoint(db.pool, 'audit'))!.version !== projector.version) {
+      while ((await readCheckpoint(suite.db.pool, 'audit'))!.version !== projector.version) {
         if (Date.now() > deadline) throw new Error('no rebuild within 20 s');
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -115,6 +110,6 @@ describe('audit log', () => {
       await running;
     }
     expect(await leaked()).to.equal(0);
-    expect((await db.pool.query('SELECT 1 FROM audit_log')).rowCount).to.equal(2);
+    expect((await suite.db.pool.query('SELECT 1 FROM audit_log')).rowCount).to.equal(2);
   });
 });

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { pino } from 'pino';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { RecordedEvent } from '../../src/eventstore/port.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
 import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
@@ -27,9 +26,8 @@ import { runProjector } from '../../src/projections/runner.js';
 import { stateFamily } from '../../src/projections/state/projector.js';
 import { telemetryFamily } from '../../src/projections/telemetry/projector.js';
 import { COUNT_RAW_READINGS } from '../../src/projections/telemetry/sql.js';
-import type { TestDatabase } from '../support/database.js';
 import { devcloud } from '../support/devcloud.js';
-import { closeEventStore, eventStoreOver, openEventStore } from '../support/event-store.js';
+import { eventStoreForEachTest, eventStoreOver } from '../support/event-store.js';
 import { recordReadings } from '../support/readings.js';
 
 const DEVICES = Array.from({ length: 24 }, (_, i) => `dev_part${String(i).padStart(2, '0')}`);
@@ -112,18 +110,11 @@ describe('partitioned projectors: which partition applies which event', () => {
 });
 
 describe('partitioned projectors on PostgreSQL', () => {
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-  beforeEach(async () => {
-    ({ db, store } = await openEventStore({ idlePollMs: 30 }));
-  });
-  afterEach(async () => {
-    await closeEventStore({ db, store });
-  });
+  const suite = eventStoreForEachTest({ idlePollMs: 30 });
 
   async function createSites() {
     for (const [siteId, timezone] of Object.entries(SITES)) {
-      await store.append(
+      await suite.store.append(
         `site-${siteId}`,
         [
           {
@@ -140,7 +131,7 @@ describe('partitioned projectors on PostgreSQL', () => {
   /** One message per device at `minute`: a counter, a temperature, a state text; every third device late. */
   async function readingsAt(minute: number) {
     await recordReadings(
-      store,
+      suite.store,
       ...DEVICES.map((deviceId, d) => {
         const at = new Date(Date.UTC(2026, 2, 29, 0, minute, d)).toISOString();
         const late = d % 3 === 0 ? new Date(Date.UTC(2026, 2, 28, 23, 59, 30)).toISOString() : undefined;
@@ -160,7 +151,7 @@ describe('partitioned projectors on PostgreSQL', () => {
         };
       }),
     );
-    await store.append(
+    await suite.store.append(
       `connectivity-${DEVICES[minute % DEVICES.length]}`,
       [
         {
@@ -183,10 +174,10 @@ describe('partitioned projectors on PostgreSQL', () => {
    * pending rolled up); the bookkeeping of applied positions left out.
    */
   async function snapshot(projector: Projector, schema = 'public') {
-    if (projector.settle) await inSchema(db.pool, schema, (client) => projector.settle!(client));
+    if (projector.settle) await inSchema(suite.db.pool, schema, (client) => projector.settle!(client));
     const tables: Record<string, string[]> = {};
     for (const table of projector.tables.filter((t) => t !== 'telemetry_applied')) {
-      const { rows } = await db.pool.query(`SELECT * FROM ${schema}.${table}`);
+      const { rows } = await suite.db.pool.query(`SELECT * FROM ${schema}.${table}`);
       tables[table] = rows
         .map(({ applied: _a, ...row }: Record<string, unknown>) => JSON.stringify(row))
         .sort();
@@ -196,14 +187,14 @@ describe('partitioned projectors on PostgreSQL', () => {
 
   async function singleProcessReplay(family: PartitionableProjector) {
     const whole = family.create(family.family);
-    await replayIntoSchema(db.pool, store, whole, `whole_${family.family}`, { batchSize: 7 });
+    await replayIntoSchema(suite.db.pool, suite.store, whole, `whole_${family.family}`, { batchSize: 7 });
     return snapshot(whole, `whole_${family.family}`);
   }
 
   async function catchUpAll(projectors: readonly Projector[]) {
     for (const projector of projectors) {
-      await installProjector(db.pool, projector);
-      await catchUpProjector(db.pool, store, projector, 13);
+      await installProjector(suite.db.pool, projector);
+      await catchUpProjector(suite.db.pool, suite.store, projector, 13);
     }
   }
 
@@ -229,38 +220,41 @@ describe('partitioned projectors on PostgreSQL', () => {
       const before = partitionsOf(telemetryFamily, step === 0 ? 1 : [4, 2][step - 1]!);
       // The old partitions stop at different places: one is up to date, the others behind.
       await catchUpAll(before.slice(0, 1));
-      for (const projector of before.slice(1)) await installProjector(db.pool, projector);
-      const behind = await readCheckpoint(db.pool, before.at(-1)!.name);
-      const ahead = await readCheckpoint(db.pool, before[0]!.name);
+      for (const projector of before.slice(1)) await installProjector(suite.db.pool, projector);
+      const behind = await readCheckpoint(suite.db.pool, before.at(-1)!.name);
+      const ahead = await readCheckpoint(suite.db.pool, before[0]!.name);
       if (before.length > 1) expect(behind?.position, 'old partitions differ').to.not.equal(ahead?.position);
 
-      const done = await repartition(db.pool, db.locks, store, telemetryFamily, count, { batchSize: 5 });
+      const done = await repartition(suite.db.pool, suite.db.locks, suite.store, telemetryFamily, count, {
+        batchSize: 5,
+      });
       expect(done).to.include({ to: count });
-      expect(await recordedPartitionCount(db.pool, 'telemetry')).to.equal(count);
+      expect(await recordedPartitionCount(suite.db.pool, 'telemetry')).to.equal(count);
       const after = partitionsOf(telemetryFamily, count);
       for (const projector of after)
-        expect((await readCheckpoint(db.pool, projector.name))?.position).to.equal(done.position);
+        expect((await readCheckpoint(suite.db.pool, projector.name))?.position).to.equal(done.position);
       await catchUpAll(after);
-      const { rows } = await db.pool.query<{ n: number }>(COUNT_RAW_READINGS);
+      const { rows } = await suite.db.pool.query<{ n: number }>(COUNT_RAW_READINGS);
       expect(rows[0]!.n, `raw readings after repartitioning to ${count}`).to.equal(messages * 3);
       expect(await snapshot(after[0]!)).to.deep.equal(await singleProcessReplay(telemetryFamily));
     }
   });
 
   it('migrates the one applied position of an unpartitioned telemetry read model to its name', async () => {
-    await db.pool.query(`
+    await suite.db.pool.query(`
       CREATE TABLE telemetry_applied (
         singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
         position text COLLATE "C" NOT NULL
       );
       INSERT INTO telemetry_applied (singleton, position) VALUES (true, '00000000000000420000000000000001');
       DELETE FROM public.schema_migrations WHERE name LIKE '0310_%' OR name LIKE '0405_%';`);
-    await migrate(db.pool, EVENT_STORE_FUNCTIONS);
-    const { rows } = await db.pool.query('SELECT projector, position FROM telemetry_applied');
+    await migrate(suite.db.pool, EVENT_STORE_FUNCTIONS);
+    const { rows } = await suite.db.pool.query('SELECT projector, position FROM telemetry_applied');
     expect(rows).to.deep.equal([{ projector: 'telemetry', position: '00000000000000420000000000000001' }]);
     // The projector's own schema then finds the table in its shape, and each partition keeps its own row.
-    for (const projector of partitionsOf(telemetryFamily, 2)) await installProjector(db.pool, projector);
-    const columns = await db.pool.query(
+    for (const projector of partitionsOf(telemetryFamily, 2))
+      await installProjector(suite.db.pool, projector);
+    const columns = await suite.db.pool.query(
       `SELECT column_name FROM information_schema.columns WHERE table_name = 'telemetry_applied' ORDER BY 1`,
     );
     expect(columns.rows.map((r) => r.column_name)).to.deep.equal(['position', 'projector', 'rolled_before']);
@@ -270,20 +264,20 @@ describe('partitioned projectors on PostgreSQL', () => {
     await createSites();
     await readingsAt(0);
     await catchUpAll(partitionsOf(stateFamily, 2));
-    const holder = await db.locks.connect();
+    const holder = await suite.db.locks.connect();
     try {
       await holder.query('SELECT pg_advisory_lock(hashtext($1))', ['projector:state:1/2']);
-      const refused = await repartition(db.pool, db.locks, store, stateFamily, 4, { batchSize: 50 }).catch(
-        (e: unknown) => e,
-      );
+      const refused = await repartition(suite.db.pool, suite.db.locks, suite.store, stateFamily, 4, {
+        batchSize: 50,
+      }).catch((e: unknown) => e);
       expect(refused).to.be.instanceOf(PartitionsInUse).and.have.property('projector', 'state:1/2');
-      expect(await recordedPartitionCount(db.pool, 'state')).to.equal(2);
+      expect(await recordedPartitionCount(suite.db.pool, 'state')).to.equal(2);
     } finally {
       holder.release(true);
     }
     // A process started with another count neither projects nor records a second set of checkpoints.
-    for (const projector of partitionsOf(stateFamily, 3)) await installProjector(db.pool, projector);
-    expect(await readCheckpoint(db.pool, 'state:0/3')).to.equal(undefined);
+    for (const projector of partitionsOf(stateFamily, 3)) await installProjector(suite.db.pool, projector);
+    expect(await readCheckpoint(suite.db.pool, 'state:0/3')).to.equal(undefined);
   });
 
   it('devcloud projections partition: changes the count, refuses a light read model, a bad count and a busy one', async function () {
@@ -292,24 +286,24 @@ describe('partitioned projectors on PostgreSQL', () => {
     await createSites();
     await readingsAt(0);
     await catchUpAll(partitionsOf(telemetryFamily, 1));
-    const changed = await devcloud({ db }, 'projections', 'partition', 'telemetry', '4', '--json');
+    const changed = await devcloud({ db: suite.db }, 'projections', 'partition', 'telemetry', '4', '--json');
     expect(changed.code, changed.stderr).to.equal(0);
     const result = JSON.parse(changed.stdout) as { from: number; to: number; position: string };
     expect(result).to.include({ projector: 'telemetry', from: 1, to: 4 });
-    expect(result.position).to.equal((await readCheckpoint(db.pool, 'telemetry:3/4'))?.position);
-    expect(await readCheckpoint(db.pool, 'telemetry')).to.equal(undefined);
+    expect(result.position).to.equal((await readCheckpoint(suite.db.pool, 'telemetry:3/4'))?.position);
+    expect(await readCheckpoint(suite.db.pool, 'telemetry')).to.equal(undefined);
 
-    const light = await devcloud({ db }, 'projections', 'partition', 'devices', '2');
+    const light = await devcloud({ db: suite.db }, 'projections', 'partition', 'devices', '2');
     expect(light).to.deep.include({ code: 1, stdout: '' });
     expect(light.stderr).to.equal('devcloud: devices cannot be partitioned; these can: state, telemetry\n');
     for (const count of ['0', '65', '2.5', 'two']) {
-      const bad = await devcloud({ db }, 'projections', 'partition', 'telemetry', count);
+      const bad = await devcloud({ db: suite.db }, 'projections', 'partition', 'telemetry', count);
       expect(bad.stderr, count).to.equal('devcloud: COUNT must be a whole number from 1 to 64\n');
     }
-    const holder = await db.locks.connect();
+    const holder = await suite.db.locks.connect();
     try {
       await holder.query('SELECT pg_advisory_lock(hashtext($1))', ['projector:telemetry:2/4']);
-      const busy = await devcloud({ db }, 'projections', 'partition', 'telemetry', '2');
+      const busy = await devcloud({ db: suite.db }, 'projections', 'partition', 'telemetry', '2');
       expect(busy.code).to.equal(1);
       expect(busy.stderr).to.equal(
         'devcloud: telemetry:2/4 is being projected by a running process: stop every projector process first\n',
@@ -317,14 +311,14 @@ describe('partitioned projectors on PostgreSQL', () => {
     } finally {
       holder.release(true);
     }
-    expect(await recordedPartitionCount(db.pool, 'telemetry')).to.equal(4);
+    expect(await recordedPartitionCount(suite.db.pool, 'telemetry')).to.equal(4);
   });
 
   it("shares 4 partitions between two processes and hands a dead one's partitions over", async () => {
     await createSites();
     await readingsAt(0);
     const processes = ['a', 'b'].map((name) => {
-      const locks = createPool(db.url, { max: 16, applicationName: `partitions-test-${name}` });
+      const locks = createPool(suite.db.url, { max: 16, applicationName: `partitions-test-${name}` });
       const logged: { level: number; msg: string }[] = [];
       const sink = new Writable({
         write(chunk: Buffer, _encoding, done) {
@@ -344,7 +338,7 @@ describe('partitioned projectors on PostgreSQL', () => {
       };
     });
     const runs: Promise<void>[] = [];
-    const otherStore = eventStoreOver(db, { idlePollMs: 30 });
+    const otherStore = eventStoreOver(suite.db, { idlePollMs: 30 });
     try {
       for (const p of processes) {
         // b joins once a leads every partition, so a must hand two over.
@@ -352,7 +346,7 @@ describe('partitioned projectors on PostgreSQL', () => {
         p.share = await PartitionShare.join(p.locks, p.log, 100);
         for (const projector of partitionsOf(telemetryFamily, 4))
           runs.push(
-            runProjector(db.pool, p.name === 'a' ? store : otherStore, projector, {
+            runProjector(suite.db.pool, p.name === 'a' ? suite.store : otherStore, projector, {
               batchSize: 50,
               signal: p.stop.signal,
               logger: p.log,
@@ -375,7 +369,7 @@ describe('partitioned projectors on PostgreSQL', () => {
       ]);
 
       // b dies: its sessions end at the server, as for a killed process, and nothing of it tries again.
-      const { rows } = await db.pool.query<{ ended: boolean }>(
+      const { rows } = await suite.db.pool.query<{ ended: boolean }>(
         `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
           WHERE application_name = 'partitions-test-b' AND datname = current_database()`,
       );
@@ -390,10 +384,10 @@ describe('partitioned projectors on PostgreSQL', () => {
 
       // The survivor projects what comes next in all 4 partitions, each reading once.
       await readingsAt(1);
-      const rawRows = async () => (await db.pool.query<{ n: number }>(COUNT_RAW_READINGS)).rows[0]!.n;
+      const rawRows = async () => (await suite.db.pool.query<{ n: number }>(COUNT_RAW_READINGS)).rows[0]!.n;
       await waitFor(async () => (await rawRows()) >= 2 * DEVICES.length * 3, 'the new readings projected');
       for (const projector of partitionsOf(telemetryFamily, 4))
-        await catchUpProjector(db.pool, store, projector);
+        await catchUpProjector(suite.db.pool, suite.store, projector);
       expect(await rawRows()).to.equal(2 * DEVICES.length * 3);
     } finally {
       for (const p of processes) p.stop.abort();

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
@@ -9,6 +8,7 @@ import { runProjector } from '../../src/projections/runner.js';
 import { compareWithReplay } from '../../tools/soak/replay-check.js';
 import { projectorsCaughtUp, waitFor } from '../../tools/soak/settle.js';
 import type { TestDatabase } from '../support/database.js';
+import { devcloudLines } from '../support/devcloud.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
 import { startEventWriter, type EventWriter } from '../support/event-writer.js';
 import { tempDirectory } from '../support/run-directory.js';
@@ -53,24 +53,8 @@ describe('projection rebuild while events keep arriving', function () {
     );
 
     const started = Date.now();
-    const rebuild = await new Promise<{ code: number; lines: string[]; stderr: string }>((resolve) => {
-      const child = spawn(
-        process.execPath,
-        ['bin/devcloud.js', 'projections', 'rebuild', 'devices', '--json'],
-        {
-          // Small batches: the replay takes many round trips while adoptions keep committing.
-          env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'warn', PROJECTION_BATCH_SIZE: '5' },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-      child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-      child.on('exit', (code) =>
-        resolve({ code: code ?? -1, lines: out.split('\n').filter(Boolean), stderr: err }),
-      );
-    });
+    // Small batches: the replay takes many round trips while adoptions keep committing.
+    const rebuild = await devcloudLines(['projections', 'rebuild', 'devices', '--json'], db.url, 5);
     const finished = Date.now();
     expect(rebuild.code, rebuild.stderr).to.equal(0);
     const final = JSON.parse(rebuild.lines.at(-1)!) as { eventsApplied: number; done: boolean };

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { spawn } from 'node:child_process';
 import { expect } from 'chai';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { auditProjector } from '../../src/projections/audit/projector.js';
@@ -9,27 +8,8 @@ import { replayIntoSchema } from '../../src/projections/replay.js';
 import type { Pool, PoolClient } from '../../src/infra/postgres/pool.js';
 import { watchingBatches } from '../support/batch-watch.js';
 import type { TestDatabase } from '../support/database.js';
+import { devcloudLines } from '../support/devcloud.js';
 import { closeEventStore, openEventStore } from '../support/event-store.js';
-
-/** Runs the real CLI against the test database; resolves with its stdout lines and exit code. */
-function devcloud(
-  args: string[],
-  databaseUrl: string,
-): Promise<{ code: number; lines: string[]; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['bin/devcloud.js', ...args], {
-      env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', PROJECTION_BATCH_SIZE: '500' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    child.on('exit', (code) =>
-      resolve({ code: code ?? -1, lines: out.split('\n').filter(Boolean), stderr: err }),
-    );
-  });
-}
 
 describe('devcloud projections rebuild', () => {
   let db: TestDatabase;
@@ -79,7 +59,7 @@ describe('devcloud projections rebuild', () => {
         answers.push(Number(rows[0]!.n));
       }
     });
-    const rebuild = await devcloud(['projections', 'rebuild', 'audit', '--json'], db.url);
+    const rebuild = await devcloudLines(['projections', 'rebuild', 'audit', '--json'], db.url, 500);
     rebuilding = false;
     await Promise.all(readers);
 
@@ -125,14 +105,14 @@ describe('devcloud projections rebuild', () => {
   });
 
   it('refuses to rebuild a read model that outlives the readings, with a one-line reason', async () => {
-    const result = await devcloud(['projections', 'rebuild', 'telemetry'], db.url);
+    const result = await devcloudLines(['projections', 'rebuild', 'telemetry'], db.url, 500);
     expect(result.code).to.equal(1);
     expect(result.stderr.trim().split('\n')).to.have.length(1);
     expect(result.stderr).to.match(/telemetry keeps history older than the events/);
   });
 
   it('reports an unknown projector as a one-line failure with a non-zero exit', async () => {
-    const result = await devcloud(['projections', 'rebuild', 'nonesuch'], db.url);
+    const result = await devcloudLines(['projections', 'rebuild', 'nonesuch'], db.url, 500);
     expect(result.code).to.equal(1);
     expect(result.stderr.trim().split('\n')).to.have.length(1);
     expect(result.stderr).to.match(/no projector named nonesuch/);

@@ -17,9 +17,11 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { CATCHING_UP_SPAN_MS, telemetryProjector } from '../../src/projections/telemetry/projector.js';
 import {
+  bucketStats,
   readBuckets,
   readPointsJson,
   readRawReadings,
+  type BucketRow,
   type RawReadingRow,
 } from '../../src/projections/telemetry/queries.js';
 import { inTransaction } from '../../src/infra/postgres/pool.js';
@@ -309,28 +311,14 @@ describe('optimised state and telemetry projectors against a reference projectio
     expect(pending.rows[0]!.n, 'minutes left pending once settled').to.equal(0);
     const buckets = new Map<string, Stats>();
     for (const resolution of ['1m', '1h', '1d'] as const) {
-      const { rows } = await db.pool.query<{
-        device_id: string;
-        capability: string;
-        bucket_start: Date;
-        samples: number;
-        sum: number;
-        min: number;
-        max: number;
-        first_value: number;
-        last_value: number;
-        increase: number | null;
-      }>(`SELECT * FROM telemetry_${resolution}`);
+      const { rows } = await db.pool.query<BucketRow & { device_id: string }>(
+        `SELECT * FROM telemetry_${resolution}`,
+      );
       for (const r of rows) {
-        buckets.set(bucketKey(resolution, r.device_id, r.capability, r.bucket_start.getTime()), {
-          samples: r.samples,
-          sum: r.sum,
-          min: r.min,
-          max: r.max,
-          first: r.first_value,
-          last: r.last_value,
-          increase: r.increase,
-        });
+        buckets.set(
+          bucketKey(resolution, r.device_id, r.capability, r.bucket_start.getTime()),
+          bucketStats(r),
+        );
       }
     }
     return buckets;

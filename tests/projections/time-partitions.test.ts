@@ -1,6 +1,5 @@
 import { expect } from 'chai';
 import pg from 'pg';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
 import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { inTransaction } from '../../src/infra/postgres/pool.js';
@@ -17,9 +16,8 @@ import {
   partitionsFor,
 } from '../../src/projections/telemetry/time-partitions.js';
 import { DAY_MS } from '../../src/domain/time.js';
-import type { TestDatabase } from '../support/database.js';
 import { until } from '../support/edge-agent.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { eventStoreForEachTest } from '../support/event-store.js';
 import { attachedPartitions, interruptConcurrentDetach } from '../support/partitions.js';
 import { recordReadings } from '../support/readings.js';
 
@@ -104,28 +102,21 @@ describe('telemetry tables partitioned by time', () => {
   });
 
   describe('in PostgreSQL', () => {
-    let db: TestDatabase;
-    let store: PostgresEventStore;
-    beforeEach(async () => {
-      ({ db, store } = await openEventStore({ idlePollMs: 50 }));
-    });
-    afterEach(async () => {
-      await closeEventStore({ db, store });
-    });
+    const suite = eventStoreForEachTest({ idlePollMs: 50 });
 
     it('creates a missing partition once when several writers need it at the same moment', async () => {
-      await installProjector(db.pool, telemetryProjector());
+      await installProjector(suite.db.pool, telemetryProjector());
       const needed = [partitionFor(PARTITIONED_TABLES.raw, Date.parse('2026-02-03T04:05:06Z'))];
-      const holder = await db.pool.connect();
+      const holder = await suite.db.pool.connect();
       try {
         await holder.query('BEGIN');
         await holder.query(PARTITION_CHANGE_LOCK, ['public']);
         const writers = [1, 2, 3].map(() =>
-          inTransaction(db.pool, (client) => ensurePartitions(client, needed)),
+          inTransaction(suite.db.pool, (client) => ensurePartitions(client, needed)),
         );
         // All three found the partition missing and now queue for the lock: the race is on.
         await until('three writers waiting to create the partition', async () => {
-          const { rows } = await db.pool.query<{ n: number }>(
+          const { rows } = await suite.db.pool.query<{ n: number }>(
             `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
           );
           return rows[0]!.n === 3 ? true : undefined;
@@ -136,28 +127,30 @@ describe('telemetry tables partitioned by time', () => {
       } finally {
         holder.release();
       }
-      const { rows } = await db.pool.query(`SELECT to_regclass('telemetry_raw_20260203')::text AS name`);
+      const { rows } = await suite.db.pool.query(
+        `SELECT to_regclass('telemetry_raw_20260203')::text AS name`,
+      );
       expect(rows[0].name).to.equal('telemetry_raw_20260203');
     });
 
     it('replaces what an interrupted retention run left under a needed name: a detached table, a pending detach', async () => {
-      await installProjector(db.pool, telemetryProjector());
+      await installProjector(suite.db.pool, telemetryProjector());
       const days = ['2026-02-03T04:00:00Z', '2026-02-04T04:00:00Z'].map((t) =>
         partitionFor(PARTITIONED_TABLES.raw, Date.parse(t)),
       );
-      await inTransaction(db.pool, (client) => ensurePartitions(client, days));
-      await db.pool.query(`ALTER TABLE telemetry_raw DETACH PARTITION ${days[0]!.name}`);
-      await interruptConcurrentDetach(db.pool, 'telemetry_raw', days[1]!.name);
+      await inTransaction(suite.db.pool, (client) => ensurePartitions(client, days));
+      await suite.db.pool.query(`ALTER TABLE telemetry_raw DETACH PARTITION ${days[0]!.name}`);
+      await interruptConcurrentDetach(suite.db.pool, 'telemetry_raw', days[1]!.name);
       // Rows routed to either day now find no partition.
       const insert = (at: string) =>
-        db.pool.query(
+        suite.db.pool.query(
           `INSERT INTO telemetry_raw (device_id, filed_at, event_id, server_time, capabilities, reading_values)
            VALUES ('dev_a', $1, gen_random_uuid(), $1, '{environment.temperature}', '[1]')`,
           [at],
         );
       expect(await insert('2026-02-04T04:00:00Z').catch((e: { code?: string }) => e.code)).to.equal('23514');
-      expect(await inTransaction(db.pool, (client) => ensurePartitions(client, days))).to.equal(2);
-      expect(await attachedPartitions(db.pool, 'telemetry_raw')).to.deep.equal(days.map((d) => d.name));
+      expect(await inTransaction(suite.db.pool, (client) => ensurePartitions(client, days))).to.equal(2);
+      expect(await attachedPartitions(suite.db.pool, 'telemetry_raw')).to.deep.equal(days.map((d) => d.name));
       await insert('2026-02-03T04:00:00Z');
       await insert('2026-02-04T04:00:00Z');
     });
@@ -165,24 +158,24 @@ describe('telemetry tables partitioned by time', () => {
     it('migrates unpartitioned tables whole into a first partition, goes on after it, and expires it', async () => {
       const now = Date.now();
       const iso = (ms: number) => new Date(ms).toISOString();
-      await db.pool.query(OLD_SHAPE);
-      await db.pool.query(
+      await suite.db.pool.query(OLD_SHAPE);
+      await suite.db.pool.query(
         `INSERT INTO telemetry_raw (device_id, capability, filed_at, event_id, ordinal, value, server_time)
          SELECT 'dev_a', 'environment.temperature', t, gen_random_uuid(), 0, '20', t
            FROM unnest($1::timestamptz[]) AS t`,
         [[iso(now - 40 * DAY_MS), iso(now - 20 * DAY_MS), iso(now - 60_000)]],
       );
-      await db.pool.query(
+      await suite.db.pool.query(
         `INSERT INTO telemetry_1h VALUES ('dev_a', 'environment.temperature', $1, 1, 20, 20, 20, $1, 20, $1, 20, NULL)`,
         [iso(now - 500 * DAY_MS)],
       );
       // Both conversions run again, in order: partitioned by time (0311), then one row per instant (0403).
-      await db.pool.query(
+      await suite.db.pool.query(
         `DELETE FROM public.schema_migrations WHERE name LIKE '0311_%' OR name LIKE '0403_%'`,
       );
       // The bounds it writes must not depend on the session's time zone or date style.
       const odd = new pg.Pool({
-        connectionString: db.url,
+        connectionString: suite.db.url,
         options: '-c TimeZone=Pacific/Kiritimati -c DateStyle=SQL,DMY',
       });
       try {
@@ -193,7 +186,7 @@ describe('telemetry tables partitioned by time', () => {
 
       const tomorrow = new Date(partitionFor(PARTITIONED_TABLES.raw, now).toMs);
       const first = `telemetry_raw_before_${tomorrow.toISOString().slice(0, 10).replaceAll('-', '')}`;
-      const { rows: shape } = await db.pool.query(
+      const { rows: shape } = await suite.db.pool.query(
         `SELECT c.relname, c.relkind::text FROM pg_class c
           WHERE c.relname IN ('telemetry_raw', 'telemetry_1m', 'telemetry_1h', 'telemetry_1d', $1) ORDER BY 1`,
         [first],
@@ -208,13 +201,13 @@ describe('telemetry tables partitioned by time', () => {
 
       // The projector goes on with the converted tables: tomorrow's reading lands in a new partition, after
       // the converted rows in the order of application.
-      await recordReadings(store, {
+      await recordReadings(suite.store, {
         deviceId: 'dev_a',
         receivedAt: iso(tomorrow.getTime() + 3_600_000),
         readings: [{ capability: 'environment.temperature', value: 21 }],
       });
-      await catchUpProjector(db.pool, store, telemetryProjector());
-      const { rows: raw } = await db.pool.query(
+      await catchUpProjector(suite.db.pool, suite.store, telemetryProjector());
+      const { rows: raw } = await suite.db.pool.query(
         `SELECT tableoid::regclass::text AS partition, applied::int FROM telemetry_raw ORDER BY applied`,
       );
       expect(raw.map((r) => r.partition)).to.deep.equal([
@@ -226,7 +219,7 @@ describe('telemetry tables partitioned by time', () => {
       expect(raw.map((r) => r.applied)).to.deep.equal([1, 2, 3, 4]);
 
       const retention = { rawDays: 30, minuteDays: 35, hourDays: 400, dayDays: 3660 };
-      const today = await applyTelemetryRetention(db.pool, { retention, now, batchSize: 1 });
+      const today = await applyTelemetryRetention(suite.db.pool, { retention, now, batchSize: 1 });
       expect(today.deleted).to.deep.equal({
         telemetry_raw: 1,
         telemetry_1m: 0,
@@ -234,12 +227,12 @@ describe('telemetry tables partitioned by time', () => {
         telemetry_1d: 0,
       });
       expect(today.dropped).to.deep.equal([]);
-      const later = await applyTelemetryRetention(db.pool, {
+      const later = await applyTelemetryRetention(suite.db.pool, {
         retention,
         now: tomorrow.getTime() + 31 * DAY_MS,
       });
       expect(later.dropped).to.include(first);
-      const { rows: left } = await db.pool.query<{ n: number }>(
+      const { rows: left } = await suite.db.pool.query<{ n: number }>(
         'SELECT count(*)::int AS n FROM telemetry_raw',
       );
       expect(left[0]!.n).to.equal(0);

@@ -5,9 +5,6 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { setCapabilityGrant } from '../../src/control/grants.js';
-import { createClient } from '../../src/identity/clients.js';
-import { createProject } from '../../src/identity/projects.js';
-import { ClientSecretHasher } from '../../src/identity/secret-hash.js';
 import { createLogger } from '../../src/infra/logger.js';
 import {
   startEmbeddedPostgres,
@@ -16,12 +13,11 @@ import {
 } from '../../src/infra/postgres/embedded.js';
 import { freePort } from '../../src/infra/ports.js';
 import { grantsOfDevice } from '../../src/projections/grants/queries.js';
-import { registerDevice } from '../support/registry.js';
-import { createSite } from '../../src/registry/sites.js';
+import { deviceOf, siteOf } from '../support/registry.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
 import { until } from '../support/edge-agent.js';
 import { clusterDirectory } from '../support/run-directory.js';
-import { requestToken } from '../support/tenants.js';
+import { projectWithClient, requestToken } from '../support/tenants.js';
 
 const RELAY = 'actuator.relay';
 
@@ -78,19 +74,14 @@ describe('read-model queries from a streaming replica', function () {
     const { rows: recovery } = await replicaAdmin.query('SELECT pg_is_in_recovery() AS standby');
     expect(recovery[0].standby, 'the replica is a standby').to.equal(true);
 
-    const { projectId } = await createProject(store, { name: 'replica' });
-    const client = await createClient(store, new ClientSecretHasher(service.database.pool), {
-      projectId,
-      scopes: ['devices:read', 'grants:revoke', 'grants:admin'],
-      authMethod: 'post',
-    });
-    const { siteId } = await createSite(store, { projectId, name: 'Plant', timezone: 'Europe/Paris' });
-    const { deviceId } = await registerDevice(store, {
-      projectId,
-      siteId,
-      parentHubId: null,
-      kind: 'device',
-      manufacturer: 'Acme',
+    const { projectId, client } = await projectWithClient(
+      store,
+      service.database.pool,
+      ['devices:read', 'grants:revoke', 'grants:admin'],
+      { name: 'replica' },
+    );
+    const siteId = await siteOf({ store }, projectId, 'Plant', 'Europe/Paris');
+    const deviceId = await deviceOf({ store }, projectId, siteId, {
       productModel: 'Relay-1',
       capabilities: [RELAY],
       profile: 'verified',

@@ -4,7 +4,7 @@ import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.j
 import { createLogger } from '../../src/infra/logger.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { commandsProjector } from '../../src/projections/commands/projector.js';
-import { registerDevice } from '../support/registry.js';
+import { smartPlug } from '../support/registry.js';
 import { commandExpiryJob } from '../../src/scheduler/command-expiry.js';
 import { controls, type Controls } from '../support/commands.js';
 import type { TestDatabase } from '../support/database.js';
@@ -21,16 +21,7 @@ describe('scheduler: command expiry at the TTL, by the server clock', () => {
 
   before(async () => {
     ({ db, store } = await openEventStore());
-    ({ deviceId } = await registerDevice(store, {
-      projectId: 'prj_ttl',
-      siteId: 'site_1',
-      parentHubId: 'dev_hub',
-      kind: 'device',
-      manufacturer: 'IKEA of Sweden',
-      productModel: 'INSPELNING Smart plug',
-      capabilities: ['binary.switch'],
-      profile: 'draft',
-    }));
+    deviceId = await smartPlug(store, { projectId: 'prj_ttl', siteId: 'site_1', parentHubId: 'dev_hub' });
     c = controls(store, { projectId: 'prj_ttl' });
     await c.grant(deviceId, 'binary.switch');
   });

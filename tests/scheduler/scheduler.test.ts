@@ -2,7 +2,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { pairingDecider, pairingStreamName, type PairingEvent } from '../../src/domain/pairing/index.js';
 import { handleCommand } from '../../src/eventstore/handle-command.js';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { pairingProjector } from '../../src/projections/pairing/projector.js';
@@ -10,25 +9,16 @@ import { pairingDeadlinesJob } from '../../src/scheduler/pairing-deadlines.js';
 import { runScheduler } from '../../src/scheduler/scheduler.js';
 import type { ScheduledJob } from '../../src/scheduler/job.js';
 import { eventually } from '../ingress/support/broker-fixture.js';
-import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { eventStoreForSuite } from '../support/event-store.js';
 
 const logger = createLogger('silent');
 
 describe('scheduler', () => {
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-
-  before(async () => {
-    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
-  });
-  after(async () => {
-    await closeEventStore({ db, store });
-  });
+  const suite = eventStoreForSuite({ idlePollMs: 50 });
 
   /** A window opened at `openedAt` with deadline `closesAt`, recorded as the API would have. */
   async function windowOn(hubId: string, sessionId: string, openedAt: Date, closesAt: Date): Promise<void> {
-    await handleCommand(store, pairingStreamName(hubId), pairingDecider, {
+    await handleCommand(suite.store, pairingStreamName(hubId), pairingDecider, {
       type: 'OpenWindow',
       sessionId,
       hubId,
@@ -41,7 +31,7 @@ describe('scheduler', () => {
   async function closeOf(hubId: string, within: number): Promise<PairingEvent | undefined> {
     const deadline = Date.now() + within;
     for (;;) {
-      const events = await store.readStream(pairingStreamName(hubId));
+      const events = await suite.store.readStream(pairingStreamName(hubId));
       const closed = events.find((e) => e.type === 'PairingWindowClosed');
       if (closed || Date.now() > deadline)
         return closed && ({ type: closed.type, data: closed.data } as PairingEvent);
@@ -53,8 +43,8 @@ describe('scheduler', () => {
   function deadlineScheduler(): () => Promise<void> {
     const stop = new AbortController();
     const running = runScheduler({
-      locks: db.locks,
-      jobs: [pairingDeadlinesJob({ store, pool: db.pool, logger })],
+      locks: suite.db.locks,
+      jobs: [pairingDeadlinesJob({ store: suite.store, pool: suite.db.pool, logger })],
       logger,
       signal: stop.signal,
     });
@@ -67,7 +57,7 @@ describe('scheduler', () => {
   it('closes, as soon as it starts, a window whose deadline passed while no scheduler ran', async () => {
     const closesAt = new Date(Date.now() - 60_000);
     await windowOn('dev_hub_down', 'ps_down', new Date(closesAt.getTime() - 120_000), closesAt);
-    await catchUpProjector(db.pool, store, pairingProjector());
+    await catchUpProjector(suite.db.pool, suite.store, pairingProjector());
     const stop = deadlineScheduler();
     try {
       const closed = await closeOf('dev_hub_down', 3000);
@@ -85,12 +75,12 @@ describe('scheduler', () => {
     // 2.5 s ahead: the scheduler's start (its lock, the open windows) comes well before the deadline.
     const closesAt = new Date(Date.now() + 2500);
     await windowOn('dev_hub_timer', 'ps_timer', new Date(), closesAt);
-    await catchUpProjector(db.pool, store, pairingProjector());
+    await catchUpProjector(suite.db.pool, suite.store, pairingProjector());
     const stop = deadlineScheduler();
     try {
       const closed = await closeOf('dev_hub_timer', 6000);
       expect(closed?.data).to.deep.include({ sessionId: 'ps_timer', reason: 'deadline' });
-      const recorded = (await store.readStream(pairingStreamName('dev_hub_timer')))
+      const recorded = (await suite.store.readStream(pairingStreamName('dev_hub_timer')))
         .at(-1)!
         .recordedAt.getTime();
       expect(recorded - closesAt.getTime()).to.be.within(0, 1500);
@@ -111,22 +101,19 @@ describe('scheduler', () => {
     });
     const stopA = new AbortController();
     const stopB = new AbortController();
-    const a = runScheduler({
-      locks: db.locks,
-      jobs: [job('a')],
-      logger,
-      signal: stopA.signal,
-      standbyRetryMs: 200,
-    });
+    // One scheduler instance, as one process runs it: its own job, stopped by its own signal.
+    const instance = (name: string, stop: AbortController) =>
+      runScheduler({
+        locks: suite.db.locks,
+        jobs: [job(name)],
+        logger,
+        signal: stop.signal,
+        standbyRetryMs: 200,
+      });
+    const a = instance('a', stopA);
     // b starts once a leads (it has run its job): which one leads is then not left to a start-up's timing.
     await eventually(() => runs.includes('a'), 'instance a running its job', 10_000);
-    const b = runScheduler({
-      locks: db.locks,
-      jobs: [job('b')],
-      logger,
-      signal: stopB.signal,
-      standbyRetryMs: 200,
-    });
+    const b = instance('b', stopB);
     await sleep(2200);
     expect(runs.filter((r) => r === 'b')).to.deep.equal([]);
     expect(runs.filter((r) => r === 'a').length).to.be.at.least(2);

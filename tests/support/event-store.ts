@@ -32,11 +32,24 @@ export async function openEventStore(options: StoreOptions = {}): Promise<Runnin
  * read `db` and `store` inside the tests.
  */
 export function eventStoreForEachTest(options: StoreOptions = {}): RunningEventStore {
+  return eventStoreBetween(beforeEach, afterEach, options);
+}
+
+/** One store for all the tests of the suite that calls it, with sinon restored after them. */
+export function eventStoreForSuite(options: StoreOptions = {}): RunningEventStore {
+  return eventStoreBetween(before, after, options);
+}
+
+function eventStoreBetween(
+  open: Mocha.HookFunction,
+  close: Mocha.HookFunction,
+  options: StoreOptions,
+): RunningEventStore {
   let running: Partial<RunningEventStore> = {};
-  beforeEach(async () => {
+  open(async () => {
     running = await openEventStore(options);
   });
-  afterEach(async () => {
+  close(async () => {
     sinon.restore();
     await closeEventStore(running);
     running = {};

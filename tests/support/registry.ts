@@ -52,7 +52,12 @@ export function fingerprint(answer: Answer) {
   return { status: answer.status, text: answer.text, headers };
 }
 
-export async function siteOf(api: TestApi, projectId: string, name = 'Plant', timezone = 'Europe/Paris') {
+export async function siteOf(
+  api: { readonly store: EventStore },
+  projectId: string,
+  name = 'Plant',
+  timezone = 'Europe/Paris',
+) {
   return (await createSite(api.store, { projectId, name, timezone })).siteId;
 }
 
@@ -77,9 +82,25 @@ export async function registerDevice(
   return { deviceId, position: result.appended?.position };
 }
 
+/** A smart plug (one binary switch) behind a hub, registered in the store only (see registerDevice). */
+export async function smartPlug(
+  store: EventStore,
+  at: { projectId: string; siteId: string; parentHubId: string },
+): Promise<string> {
+  const { deviceId } = await registerDevice(store, {
+    ...at,
+    kind: 'device',
+    manufacturer: 'IKEA of Sweden',
+    productModel: 'INSPELNING Smart plug',
+    capabilities: ['binary.switch'],
+    profile: 'draft',
+  });
+  return deviceId;
+}
+
 /** A registered device (see registerDevice), with a temperature and humidity sensor's defaults. */
 export async function deviceOf(
-  api: TestApi,
+  api: { readonly store: EventStore },
   projectId: string,
   siteId: string,
   overrides: Partial<Omit<RegisterDevice, 'type' | 'deviceId' | 'projectId' | 'siteId'>> = {},

@@ -1,5 +1,7 @@
 import { clientDecider, clientStream, type ClientAuthMethod } from '../../src/domain/identity/index.js';
 import { handleCommand } from '../../src/eventstore/handle-command.js';
+import type { EventStore } from '../../src/eventstore/port.js';
+import type { Pool } from '../../src/infra/postgres/pool.js';
 import { newClientId } from '../../src/identity/ids.js';
 import { createClient } from '../../src/identity/clients.js';
 import { ClientSecretHasher, hashSecret } from '../../src/identity/secret-hash.js';
@@ -26,18 +28,32 @@ export async function createTenant(
   scopes: string[],
   options: { auth?: ClientAuthMethod; name?: string } = {},
 ): Promise<Tenant> {
-  const { projectId } = await createProject(api.store, { name: options.name ?? 'test project' });
-  const client = await createClient(api.store, new ClientSecretHasher(api.db.pool), {
-    projectId,
-    scopes,
-    authMethod: options.auth ?? 'post',
-  });
+  const { projectId, client } = await projectWithClient(api.store, api.db.pool, scopes, options);
   const credentials = { clientId: client.clientId, clientSecret: client.clientSecret };
   return {
     projectId,
     ...credentials,
     token: (narrowed) => requestToken(api.baseUrl, credentials, client.authMethod, narrowed),
   };
+}
+
+/**
+ * A project and one OAuth client of it holding `scopes` (client_secret_post unless `auth` says otherwise),
+ * made by the same application services as `devcloud project create` and `devcloud client create`.
+ */
+export async function projectWithClient(
+  store: EventStore,
+  pool: Pool,
+  scopes: string[],
+  options: { auth?: ClientAuthMethod; name?: string } = {},
+) {
+  const { projectId } = await createProject(store, { name: options.name ?? 'test project' });
+  const client = await createClient(store, new ClientSecretHasher(pool), {
+    projectId,
+    scopes,
+    authMethod: options.auth ?? 'post',
+  });
+  return { projectId, client };
 }
 
 export function authHeader(token: string): { Authorization: string } {

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { backoffCeiling } from '../../infra/backoff.js';
 import { eventTypes } from '../../domain/events/index.js';
 import { DAY_MS } from '../../domain/time.js';
 import type { EventStore } from '../../eventstore/port.js';
@@ -17,6 +18,8 @@ import type { LiveStream } from './stream.js';
 
 const READING_TYPES = eventTypes((d) => d.retention === 'readings');
 const CATCH_UP_PAGE = 500;
+// A failed subscription is tried again after 200 ms, doubling to at most 5 s while it keeps failing.
+const RESUBSCRIBE_BACKOFF = { baseMs: 100, capMs: 5000 };
 
 export interface LiveHubOptions {
   readonly store: EventStore;
@@ -370,7 +373,7 @@ export class LiveHub {
         if (signal.aborted) break;
         failures += 1;
         logger.warn({ err: error, failures }, 'live hub subscription failed; resubscribing');
-        await sleep(Math.min(5000, 100 * 2 ** failures), undefined, { signal }).catch(() => {});
+        await sleep(backoffCeiling(failures, RESUBSCRIBE_BACKOFF), undefined, { signal }).catch(() => {});
       }
     }
   }

@@ -36,6 +36,15 @@ export const FINAL_COMMAND_STATUSES: readonly CommandStatus[] = [
   'cancelled',
 ];
 
+/** The final status each outcome event leaves its command in. */
+export const FINAL_STATUS_AFTER = {
+  CommandSucceeded: 'succeeded',
+  CommandFailed: 'failed',
+  CommandExpired: 'expired',
+  CommandSuperseded: 'superseded',
+  CommandCancelled: 'cancelled',
+} as const satisfies Record<string, CommandStatus>;
+
 const CANCEL_REASONS = ['grant_revoked', 'device_lifecycle', 'profile_downgraded'] as const;
 export type CancelReason = (typeof CANCEL_REASONS)[number];
 

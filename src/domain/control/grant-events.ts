@@ -24,29 +24,20 @@ const CapabilityWriteDenied = defineEvent(
   }),
 );
 
+/** Who changed one (device, capability) pair's write grant, and when. */
+const grantChange = z.object({
+  deviceId: z.string(),
+  projectId: z.string(),
+  capability: z.string(),
+  by: actor,
+  at: z.string(),
+});
+
 /** Write enabled for exactly one (device, capability) pair. */
-const CapabilityWriteGranted = defineEvent(
-  'CapabilityWriteGranted',
-  z.object({
-    deviceId: z.string(),
-    projectId: z.string(),
-    capability: z.string(),
-    by: actor,
-    at: z.string(),
-  }),
-);
+const CapabilityWriteGranted = defineEvent('CapabilityWriteGranted', grantChange);
 
 /** Write taken back from one pair; commands for it are refused from this event on. */
-const CapabilityWriteRevoked = defineEvent(
-  'CapabilityWriteRevoked',
-  z.object({
-    deviceId: z.string(),
-    projectId: z.string(),
-    capability: z.string(),
-    by: actor,
-    at: z.string(),
-  }),
-);
+const CapabilityWriteRevoked = defineEvent('CapabilityWriteRevoked', grantChange);
 
 export const grantEvents = [CapabilityWriteDenied, CapabilityWriteGranted, CapabilityWriteRevoked] as const;
 

@@ -4,6 +4,28 @@ import type { Pool } from './pool.js';
 
 const TRY_LOCK = 'SELECT pg_try_advisory_lock(hashtext($1)) AS ok';
 const UNLOCK = 'SELECT pg_advisory_unlock(hashtext($1))';
+
+interface Session {
+  query<Row extends object>(sql: string, values: unknown[]): Promise<{ rows: Row[] }>;
+}
+
+/**
+ * Takes the session advisory lock `name` on this connection unless another session holds it: the lock an
+ * election is won by, so whoever else takes it keeps every elected instance of `name` standing by.
+ */
+export async function tryLock(connection: Session, name: string): Promise<boolean> {
+  return (await connection.query<{ ok: boolean }>(TRY_LOCK, [name])).rows[0]!.ok;
+}
+
+/** Releases the session advisory lock `name` this connection holds. */
+export async function unlock(connection: Session, name: string): Promise<void> {
+  await connection.query(UNLOCK, [name]);
+}
+
+/** The lock a projector's runner is elected by (runner.ts); repartitioning takes it too (partitioning.ts). */
+export function projectorLock(projectorName: string): string {
+  return `projector:${projectorName}`;
+}
 const ALIVE = 'SELECT 1';
 /**
  * A leader whose host vanishes without closing its socket would otherwise hold the lock until the server's
@@ -56,7 +78,7 @@ export async function runElected(
       let unlocked = false;
       try {
         await connection.query(PROBE_SESSION);
-        leading = (await connection.query<{ ok: boolean }>(TRY_LOCK, [name])).rows[0]!.ok;
+        leading = await tryLock(connection, name);
         if (leading) {
           logger.info({ lock: name }, 'elected: this instance is active');
           const watch = watchConnection(connection, leadership, options.livenessCheckMs ?? 5000);
@@ -67,7 +89,7 @@ export async function runElected(
             leadership.abort();
             await watch;
           }
-          unlocked = await connection.query(UNLOCK, [name]).then(
+          unlocked = await unlock(connection, name).then(
             () => true,
             () => false,
           );

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { CommandEvent } from '../../domain/control/command-events.js';
+import { FINAL_STATUS_AFTER, type CommandEvent } from '../../domain/control/command-events.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
 import type { Projector } from '../projector.js';
 
@@ -31,14 +31,6 @@ const UPDATE_PROGRESS = `
          AS n(command_id, attempts, final_status, outcome, updated_at)
    WHERE c.command_id = n.command_id AND c.status IN ('queued', 'sent')`;
 
-const FINAL = {
-  CommandSucceeded: 'succeeded',
-  CommandFailed: 'failed',
-  CommandExpired: 'expired',
-  CommandSuperseded: 'superseded',
-  CommandCancelled: 'cancelled',
-} as const;
-
 interface Progress {
   attempts: number;
   finalStatus: string | null;
@@ -50,7 +42,7 @@ export function commandsProjector(): Projector {
   return {
     name: 'commands',
     version: 1,
-    eventTypes: ['CommandAccepted', 'CommandSent', ...Object.keys(FINAL)],
+    eventTypes: ['CommandAccepted', 'CommandSent', ...Object.keys(FINAL_STATUS_AFTER)],
     tables: ['commands'],
     schemaSql,
     queryIndexSql,
@@ -75,7 +67,7 @@ export function commandsProjector(): Projector {
           p.attempts = Math.max(p.attempts, e.data.attempt);
         } else if (e.type !== 'CommandAckIgnored' && p.finalStatus === null) {
           // The first outcome stands, as in the write side's fold.
-          p.finalStatus = FINAL[e.type as keyof typeof FINAL];
+          p.finalStatus = FINAL_STATUS_AFTER[e.type as keyof typeof FINAL_STATUS_AFTER];
           p.outcome = JSON.stringify(outcomeOf(e));
           p.updatedAt = e.data.at;
         } else continue;

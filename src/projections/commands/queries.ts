@@ -1,4 +1,5 @@
 import type { Pool } from '../../infra/postgres/pool.js';
+import { keysetPage, type PageRequest } from '../keyset-page.js';
 
 export interface CommandRow {
   readonly commandId: string;
@@ -65,20 +66,15 @@ export async function listCommands(
   projectId: string,
   deviceId: string,
   filter: CommandFilter,
-  page: { after: bigint; limit: number },
+  page: PageRequest,
 ): Promise<CommandPage> {
-  const { rows } = await pool.query<Row>(COMMAND_PAGE, [
-    projectId,
-    deviceId,
-    filter.status ?? null,
-    filter.from ?? null,
-    filter.to ?? null,
-    String(page.after),
-    page.limit + 1,
-  ]);
-  const more = rows.length > page.limit;
-  const shown = more ? rows.slice(0, page.limit) : rows;
-  return { commands: shown.map(toRow), next: more ? BigInt(shown.at(-1)!.seq) : undefined };
+  const { rows, next } = await keysetPage<Row>(
+    pool,
+    COMMAND_PAGE,
+    [projectId, deviceId, filter.status ?? null, filter.from ?? null, filter.to ?? null],
+    page,
+  );
+  return { commands: rows.map(toRow), next };
 }
 
 /** The command if it belongs to this project; another project's command is simply not found. */

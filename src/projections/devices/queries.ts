@@ -1,4 +1,5 @@
 import type { Pool } from '../../infra/postgres/pool.js';
+import { keysetPage, type PageRequest } from '../keyset-page.js';
 
 export interface DeviceRecord {
   /** The public id. */
@@ -65,19 +66,15 @@ export async function listDevices(
   pool: Pool,
   projectId: string,
   filter: DeviceFilter,
-  page: { after: bigint; limit: number },
+  page: PageRequest,
 ): Promise<DevicePage> {
-  const { rows } = await pool.query<DeviceRow>(DEVICE_PAGE, [
-    projectId,
-    filter.status ?? null,
-    filter.productModel ?? null,
-    filter.siteId ?? null,
-    String(page.after),
-    page.limit + 1,
-  ]);
-  const more = rows.length > page.limit;
-  const shown = more ? rows.slice(0, page.limit) : rows;
-  return { devices: shown.map(toRecord), next: more ? BigInt(shown.at(-1)!.seq) : undefined };
+  const { rows, next } = await keysetPage<DeviceRow>(
+    pool,
+    DEVICE_PAGE,
+    [projectId, filter.status ?? null, filter.productModel ?? null, filter.siteId ?? null],
+    page,
+  );
+  return { devices: rows.map(toRecord), next };
 }
 
 /** The device if it exists in this project; a device of another project is simply not found. */

@@ -35,6 +35,32 @@ export interface StoredBucket extends BucketStats {
   readonly start: Date;
 }
 
+/** A row of a bucket table (telemetry_1m, telemetry_1h, telemetry_1d), without its device. */
+export interface BucketRow {
+  capability: string;
+  bucket_start: Date;
+  samples: number;
+  sum: number;
+  min: number;
+  max: number;
+  first_value: number;
+  last_value: number;
+  increase: number | null;
+}
+
+/** What a bucket row says of its readings. */
+export function bucketStats(row: BucketRow): BucketStats {
+  return {
+    samples: row.samples,
+    sum: row.sum,
+    min: row.min,
+    max: row.max,
+    first: row.first_value,
+    last: row.last_value,
+    increase: row.increase,
+  };
+}
+
 export interface BucketQuery {
   readonly deviceId: string;
   readonly capabilities: readonly string[];
@@ -47,34 +73,14 @@ export interface BucketQuery {
 /** Stored buckets of one device, by capability then start. */
 export async function readBuckets(pool: Pool, query: BucketQuery): Promise<StoredBucket[]> {
   const pending = await pendingStarts(pool, query);
-  const { rows } = await pool.query<{
-    capability: string;
-    bucket_start: Date;
-    samples: number;
-    sum: number;
-    min: number;
-    max: number;
-    first_value: number;
-    last_value: number;
-    increase: number | null;
-  }>(SELECT_BUCKETS[pending.form][query.resolution], [
+  const { rows } = await pool.query<BucketRow>(SELECT_BUCKETS[pending.form][query.resolution], [
     query.deviceId,
     query.capabilities,
     query.from,
     query.to,
     ...pending.extra,
   ]);
-  return rows.map((r) => ({
-    capability: r.capability,
-    start: r.bucket_start,
-    samples: r.samples,
-    sum: r.sum,
-    min: r.min,
-    max: r.max,
-    first: r.first_value,
-    last: r.last_value,
-    increase: r.increase,
-  }));
+  return rows.map((r) => ({ capability: r.capability, start: r.bucket_start, ...bucketStats(r) }));
 }
 
 /** Per capability, the last value of the newest bucket that starts before `before` (where there is one). */
