@@ -76,6 +76,19 @@ const schema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, '32 bytes, base64-encoded')
     .optional(),
+  // Audit chain (docs/audit.md): how often the scheduler's leader signs each moved chain head, and the key
+  // the audit signing keys' private parts are sealed under (unset: stored in clear). The interval is a
+  // divisor of a minute or a whole number of minutes dividing an hour, so it maps onto the cron schedule.
+  AUDIT_CHECKPOINT_INTERVAL_SECONDS: positiveInt
+    .refine(
+      (v) => (v < 60 ? 60 % v === 0 && v >= 5 : v % 60 === 0 && 60 % (v / 60) === 0),
+      '5-30 dividing a minute, or 60-3600 a whole number of minutes dividing an hour',
+    )
+    .default(60),
+  AUDIT_SIGNING_KEY_ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => Buffer.from(v, 'base64').length === 32, '32 bytes, base64-encoded')
+    .optional(),
   ROLES: z
     .string()
     .default(roles.join(','))

@@ -25,6 +25,11 @@ export interface RecordedEvent<T extends string = string, D = unknown> {
   /** Opaque, totally ordered position in the global order. */
   readonly position: string;
   readonly recordedAt: Date;
+  /**
+   * The data's JSON text exactly as the store keeps it, where the read asked for it (ReadAllOptions.
+   * dataAsStored) and the store keeps text: the audit chain's verification hashes these bytes.
+   */
+  readonly dataText?: string;
 }
 
 export interface AppendResult {
@@ -64,6 +69,8 @@ export interface ReadAllOptions {
   readonly maxCount: number;
   /** Only these event types (the position still advances past the others). */
   readonly eventTypes?: readonly string[];
+  /** With `eventTypes`: also hand back each event's data as the store keeps it (`dataText`), where it keeps text. */
+  readonly dataAsStored?: boolean;
 }
 
 export interface ReadAllPage {

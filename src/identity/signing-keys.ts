@@ -1,4 +1,3 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import {
   calculateJwkThumbprint,
   exportJWK,
@@ -8,6 +7,7 @@ import {
   type JWK,
 } from 'jose';
 import { inTransaction, type Pool } from '../infra/postgres/pool.js';
+import { isSealed, seal, unseal, type SealedSecret } from '../infra/sealed-secret.js';
 
 export const ACCESS_TOKEN_ALGORITHM = 'ES256';
 export const ACCESS_TOKEN_LIFETIME_SECONDS = 3600;
@@ -65,42 +65,15 @@ const keyRow = (key: NewKey, encryptionKey: string | undefined) => [
  * copy of the database alone cannot sign tokens. Unset (the embedded default), they are stored as JWKs:
  * whoever reads the database can then sign, which is the documented trade-off (docs/api.md).
  */
-interface SealedKey {
-  readonly alg: 'A256GCM';
-  readonly iv: string;
-  readonly tag: string;
-  readonly ciphertext: string;
+const ENCRYPTION_KEY_VARIABLE = 'SIGNING_KEY_ENCRYPTION_KEY';
+
+function sealPrivateKey(jwk: JWK, encryptionKey: string): SealedSecret {
+  return seal(JSON.stringify(jwk), encryptionKey, ENCRYPTION_KEY_VARIABLE);
 }
 
-function encryptionKeyBytes(encoded: string): Buffer {
-  const key = Buffer.from(encoded, 'base64');
-  if (key.length !== 32) throw new Error('SIGNING_KEY_ENCRYPTION_KEY must be 32 bytes, base64-encoded');
-  return key;
-}
-
-function sealPrivateKey(jwk: JWK, encryptionKey: string): SealedKey {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', encryptionKeyBytes(encryptionKey), iv);
-  const ciphertext = Buffer.concat([cipher.update(JSON.stringify(jwk), 'utf8'), cipher.final()]);
-  return {
-    alg: 'A256GCM',
-    iv: iv.toString('base64'),
-    tag: cipher.getAuthTag().toString('base64'),
-    ciphertext: ciphertext.toString('base64'),
-  };
-}
-
-function openPrivateKey(stored: JWK | SealedKey, encryptionKey: string | undefined): JWK {
-  if (!('ciphertext' in stored)) return stored;
-  if (!encryptionKey) throw new Error('the signing key is encrypted: set SIGNING_KEY_ENCRYPTION_KEY');
-  const decipher = createDecipheriv(
-    'aes-256-gcm',
-    encryptionKeyBytes(encryptionKey),
-    Buffer.from(stored.iv, 'base64'),
-  );
-  decipher.setAuthTag(Buffer.from(stored.tag, 'base64'));
-  const plain = Buffer.concat([decipher.update(Buffer.from(stored.ciphertext, 'base64')), decipher.final()]);
-  return JSON.parse(plain.toString('utf8')) as JWK;
+function openPrivateKey(stored: JWK | SealedSecret, encryptionKey: string | undefined): JWK {
+  if (!isSealed(stored)) return stored;
+  return JSON.parse(unseal(stored, encryptionKey, ENCRYPTION_KEY_VARIABLE)) as JWK;
 }
 
 export interface Rotation {
@@ -214,7 +187,7 @@ export class SigningKeys {
     const { rows } = await this.pool.query<{
       kid: string;
       public_jwk: JWK;
-      private_jwk: JWK | SealedKey | null;
+      private_jwk: JWK | SealedSecret | null;
     }>(SELECT_KEYS, [RETIRED_KEY_GRACE_SECONDS]);
     const verifying = new Map<string, CryptoKey>();
     let signing: KeyRing['signing'];

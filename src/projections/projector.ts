@@ -35,10 +35,11 @@ export interface Projector {
   prepare?(events: readonly RecordedEvent[]): unknown;
   apply(events: readonly RecordedEvent[], db: PoolClient, prepared?: unknown): Promise<void>;
   /**
-   * Set when the read model holds history the event store no longer has (it follows events with a
-   * retention, such as readings): a replay would silently lose that history, so rebuilds are refused.
+   * Why a rebuild is refused, where it is: the read model holds history a replay cannot give back. Readings'
+   * read models outlive the events retention deletes; the audit chain is evidence of what the events were
+   * when it was made, which a replay from today's events would overwrite.
    */
-  readonly keepsHistoryBeyondRetention?: boolean;
+  readonly rebuildRefused?: string;
   /**
    * Set when the projector's live batches may commit without waiting for the WAL flush (the readings read
    * models, whose batches are the largest and most frequent). A crash of PostgreSQL or of its machine may
@@ -60,13 +61,18 @@ export interface Projector {
   readonly partition?: Partition;
 }
 
-/** A rebuild was asked of a projector whose read model outlives the events it was built from. */
+/** The reason readings' read models give for refusing a rebuild. */
+export const KEEPS_HISTORY_BEYOND_RETENTION =
+  'it keeps history older than the events the store still holds; a rebuild would lose it ' +
+  '(change its tables with a migration instead)';
+
+/** A rebuild was asked of a projector that refuses one (Projector.rebuildRefused says why). */
 export class RebuildRefused extends Error {
-  constructor(readonly projector: string) {
-    super(
-      `${projector} keeps history older than the events the store still holds; a rebuild would lose it ` +
-        '(change its tables with a migration instead)',
-    );
+  constructor(
+    readonly projector: string,
+    reason: string,
+  ) {
+    super(`${projector}: ${reason}`);
     this.name = 'RebuildRefused';
   }
 }

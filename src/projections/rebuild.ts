@@ -28,7 +28,7 @@ export async function rebuildProjector(
   projector: Projector,
   options: { batchSize: number; signal?: AbortSignal; onProgress?: (p: RebuildProgress) => void },
 ): Promise<RebuildProgress> {
-  if (projector.keepsHistoryBeyondRetention) throw new RebuildRefused(projector.name);
+  if (projector.rebuildRefused) throw new RebuildRefused(projector.name, projector.rebuildRefused);
   await installProjector(pool, projector);
   const shadow = `rebuild_${projector.name.replace(/[^a-z0-9_]/gi, '_')}`.toLowerCase();
   const started = Date.now();

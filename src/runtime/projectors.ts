@@ -1,3 +1,4 @@
+import { auditChainProjector } from '../projections/audit-chain/projector.js';
 import type { Logger } from '../infra/logger.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { agentsProjector } from '../projections/agents/projector.js';
@@ -32,6 +33,7 @@ export type Partitioning = Readonly<Record<string, number>>;
 /** Every read model the service keeps, in the order they are installed; heavy ones in their partitions. */
 export function allProjectors(partitioning: Partitioning = {}): Projector[] {
   return [
+    auditChainProjector(),
     auditProjector(),
     identityProjector(),
     sitesProjector(),

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
+import { auditCheckpointJob } from './audit-checkpoints.js';
 import { commandExpiryJob } from './command-expiry.js';
 import type { ScheduledJob } from './job.js';
 import { pairingDeadlinesJob } from './pairing-deadlines.js';
@@ -22,5 +23,5 @@ export interface JobDependencies {
  * a value stale when it is read.
  */
 export function scheduledJobs(deps: JobDependencies): ScheduledJob[] {
-  return [pairingDeadlinesJob(deps), commandExpiryJob(deps), ...retentionJobs(deps)];
+  return [pairingDeadlinesJob(deps), commandExpiryJob(deps), ...retentionJobs(deps), auditCheckpointJob(deps)];
 }

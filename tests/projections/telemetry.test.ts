@@ -36,7 +36,7 @@ describe('state and telemetry projections', () => {
     return rebuildProjector(
       db.pool,
       store,
-      { ...projector, keepsHistoryBeyondRetention: false },
+      { ...projector, rebuildRefused: undefined },
       { batchSize },
     );
   }

@@ -108,11 +108,11 @@ async function projectionsRebuild(out: Output, name: string | undefined): Promis
   // Without a name: every read model that can be rebuilt from the events the store still holds.
   const chosen = name
     ? all.filter((p) => p.name === name)
-    : all.filter((p) => !p.keepsHistoryBeyondRetention);
+    : all.filter((p) => !p.rebuildRefused);
   if (chosen.length === 0)
     throw new CliError(`no projector named ${name}; known: ${all.map((p) => p.name).join(', ')}`);
-  const refused = chosen.find((p) => p.keepsHistoryBeyondRetention);
-  if (refused) throw new CliError(new RebuildRefused(refused.name).message);
+  const refused = chosen.find((p) => p.rebuildRefused);
+  if (refused) throw new CliError(new RebuildRefused(refused.name, refused.rebuildRefused!).message);
   await withCliContext(async ({ config, database, store }) => {
     for (const projector of chosen) {
       const bar = !out.json && process.stderr.isTTY ? progressBar(projector.name) : undefined;

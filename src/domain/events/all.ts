@@ -1,4 +1,5 @@
 import { agentEvents } from '../agents/events.js';
+import { auditEvents } from '../audit/checkpoint-events.js';
 import { bindingEvents } from '../bindings/events.js';
 import { commandEvents } from '../control/command-events.js';
 import { connectivityEvents } from '../connectivity/events.js';
@@ -27,6 +28,7 @@ export const allEvents: readonly EventDefinition[] = [
   ...commandEvents,
   ...controlEvents,
   ...readingsEvents,
+  ...auditEvents,
 ];
 
 const byType = new Map(allEvents.map((d) => [d.type, d]));

@@ -35,6 +35,7 @@ import {
   HEAD_POSITION,
   READ_ALL,
   READ_ALL_OF_TYPES,
+  READ_ALL_OF_TYPES_AS_STORED,
   READ_STREAM,
   RETENTION_HORIZON,
 } from './sql.js';
@@ -230,13 +231,13 @@ export class PostgresEventStore implements EventStore {
       options.maxCount,
     ];
     const { rows } = options.eventTypes
-      ? await this.query<EventRow & { is_head: boolean }>(READ_ALL_OF_TYPES, [
-          ...parameters,
-          [...new Set(options.eventTypes)],
-        ])
+      ? await this.query<EventRow & { is_head: boolean }>(
+          options.dataAsStored ? READ_ALL_OF_TYPES_AS_STORED : READ_ALL_OF_TYPES,
+          [...parameters, [...new Set(options.eventTypes)]],
+        )
       : await this.query<EventRow & { is_head: boolean }>(READ_ALL, parameters);
     const head = rows.at(-1)?.is_head ? rows.pop() : undefined;
-    const events = rows.map(toRecordedEvent);
+    const events = options.dataAsStored && options.eventTypes ? rows.map(toRecordedEventAsStored) : rows.map(toRecordedEvent);
     const atEnd = events.length < options.maxCount;
     let lastPosition = events.at(-1)?.position;
     if (atEnd && head) {
@@ -502,6 +503,12 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
     position: encodePgPosition(row.transaction_id, row.global_position),
     recordedAt: new Date(row.recorded_ms),
   };
+}
+
+/** A row whose data was read as text (READ_ALL_OF_TYPES_AS_STORED): parsed, and kept as it came. */
+function toRecordedEventAsStored(row: EventRow): RecordedEvent {
+  const text = row.data as string;
+  return { ...toRecordedEvent({ ...row, data: JSON.parse(text) }), dataText: text };
 }
 
 function isUniqueViolation(error: unknown, constraint: string): boolean {

@@ -7,7 +7,7 @@ import { jsonbArray, textArray, timestamptzArray } from '../../infra/postgres/bi
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
 import { ByDeviceCapability } from '../by-device-capability.js';
-import type { Projector } from '../projector.js';
+import { KEEPS_HISTORY_BEYOND_RETENTION, type Projector } from '../projector.js';
 import { RepeatedTimes } from '../repeated-times.js';
 import { RECORD_STATE } from './sql.js';
 
@@ -43,7 +43,7 @@ export function stateProjector(): Projector {
   return {
     name: STATE_PROJECTOR_NAME,
     version: 1,
-    keepsHistoryBeyondRetention: true,
+    rebuildRefused: KEEPS_HISTORY_BEYOND_RETENTION,
     asynchronousCommit: true,
     eventTypes: ['DeviceConnectivityChanged', 'ReadingsRecorded'],
     tables: ['device_state', 'device_presence'],

@@ -23,7 +23,7 @@ import {
 } from '../../infra/postgres/binary-array.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import { deviceKeyOf, type PartitionableProjector } from '../partitions.js';
-import type { Projector } from '../projector.js';
+import { KEEPS_HISTORY_BEYOND_RETENTION, type Projector } from '../projector.js';
 import { PreparedWork } from '../prepared-work.js';
 import { RepeatedTimes } from '../repeated-times.js';
 import { LocalDays } from './local-days.js';
@@ -79,7 +79,7 @@ export function telemetryProjector(
   return {
     name,
     version: 1,
-    keepsHistoryBeyondRetention: true,
+    rebuildRefused: KEEPS_HISTORY_BEYOND_RETENTION,
     asynchronousCommit: true,
     eventTypes: ['ReadingsRecorded', 'SiteCreated'],
     tables: [

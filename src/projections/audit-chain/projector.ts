@@ -1,0 +1,104 @@
+import { readFileSync } from 'node:fs';
+import { CHAINED_EVENT_TYPES, chainOf } from '../../domain/audit/chained-events.js';
+import { eventDigest, genesisLink, nextLink } from '../../domain/audit/chain.js';
+import type { RecordedEvent } from '../../eventstore/port.js';
+import { sha256Hex } from '../../infra/sha256.js';
+import type { PoolClient } from '../../infra/postgres/pool.js';
+import type { Projector } from '../projector.js';
+
+const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
+
+const HEADS = `SELECT project_id, sequence, link FROM audit_chain_heads WHERE project_id = ANY ($1::text[])`;
+
+// A batch is applied with its checkpoint in one transaction, so a link is never written twice: a replayed
+// batch after a crash finds nothing of itself. ON CONFLICT would hide a second writer; there is none (the
+// projector runs under the election), so a conflict fails the batch loudly instead.
+const INSERT_LINKS = `
+  INSERT INTO audit_chain_links (position, project_id, sequence, digest, link, recorded_at)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::timestamptz[])`;
+
+const UPSERT_HEADS = `
+  INSERT INTO audit_chain_heads (project_id, sequence, link, position)
+  SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[])
+  ON CONFLICT (project_id) DO UPDATE
+     SET sequence = excluded.sequence, link = excluded.link, position = excluded.position`;
+
+export const AUDIT_CHAIN_PROJECTOR = 'audit-chain';
+
+/**
+ * Chains every event of the control history, per project, as it reaches the global order (docs/audit.md,
+ * "Where the chain is computed"). The data chained is the event's JSON text as the store keeps it: what the
+ * service appended, `JSON.stringify` of the data, which a read gives back byte for byte.
+ */
+export function auditChainProjector(): Projector {
+  return {
+    name: AUDIT_CHAIN_PROJECTOR,
+    version: 1,
+    eventTypes: CHAINED_EVENT_TYPES,
+    tables: ['audit_chain_links', 'audit_chain_heads'],
+    schemaSql,
+    rebuildRefused:
+      'the audit chain is the record of what the events were when they were chained; a replay from ' +
+      "today's events would overwrite that evidence (docs/audit.md)",
+    async apply(events, db) {
+      if (events.length === 0) return;
+      const heads = await loadHeads(db, events);
+      const links: Link[] = [];
+      for (const event of events) {
+        const projectId = chainOf(event.data);
+        if (projectId === undefined) continue;
+        const head = heads.get(projectId) ?? { sequence: 0, link: genesisLink(sha256Hex, projectId), position: '' };
+        const digest = eventDigest(sha256Hex, chainedFields(event));
+        const link = nextLink(sha256Hex, head.link, digest);
+        const next = { sequence: head.sequence + 1, link, position: event.position };
+        heads.set(projectId, next);
+        links.push({ ...next, projectId, digest, recordedAt: event.recordedAt.toISOString() });
+      }
+      if (links.length === 0) return;
+      await db.query(INSERT_LINKS, [
+        links.map((l) => l.position),
+        links.map((l) => l.projectId),
+        links.map((l) => l.sequence),
+        links.map((l) => l.digest),
+        links.map((l) => l.link),
+        links.map((l) => l.recordedAt),
+      ]);
+      const moved = [...new Set(links.map((l) => l.projectId))];
+      await db.query(UPSERT_HEADS, [
+        moved,
+        moved.map((p) => heads.get(p)!.sequence),
+        moved.map((p) => heads.get(p)!.link),
+        moved.map((p) => heads.get(p)!.position),
+      ]);
+    },
+  };
+}
+
+/** What of a recorded event the chain commits to (chain.ts). */
+export function chainedFields(event: RecordedEvent) {
+  return {
+    position: event.position,
+    type: event.type,
+    streamName: event.streamName,
+    recordedAt: event.recordedAt.toISOString(),
+    data: event.dataText ?? JSON.stringify(event.data),
+  };
+}
+
+interface Head {
+  readonly sequence: number;
+  readonly link: string;
+  readonly position: string;
+}
+
+interface Link extends Head {
+  readonly projectId: string;
+  readonly digest: string;
+  readonly recordedAt: string;
+}
+
+async function loadHeads(db: PoolClient, events: readonly RecordedEvent[]): Promise<Map<string, Head>> {
+  const projects = [...new Set(events.map((e) => chainOf(e.data)).filter((p) => p !== undefined))];
+  const { rows } = await db.query<{ project_id: string; sequence: string; link: string }>(HEADS, [projects]);
+  return new Map(rows.map((r) => [r.project_id, { sequence: Number(r.sequence), link: r.link, position: '' }]));
+}
