@@ -2,10 +2,12 @@
  * `npm run bench`: every benchmark, one JSON line per figure on stdout. BENCH_ONLY=name[,name] runs some
  * groups: eventstore, telemetry, retention (telemetry partitions dropped vs rows deleted), components (each ingest component alone), e2e (end-to-end ingest),
  * ingest (components then e2e, so the end-to-end figures can give their share of each ceiling), live,
- * scaleout (the multi-process topology with 1 and 2 brokers and projector processes).
+ * scaleout (the multi-process topology with 1 and 2 brokers and projector processes); audit-append (the audit
+ * chain computed inside the append, the alternative docs/audit.md measured) runs only when named.
  * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
  * `npm run bench:compare -- FILE...` prints median and spread over several runs' output.
  */
+import { auditAppendBenchmarks } from './audit-append.bench.js';
 import { componentBenchmarks } from './components.bench.js';
 import { commandBenchmarks } from './commands.bench.js';
 import { eventStoreBenchmarks } from './eventstore.bench.js';
@@ -18,7 +20,8 @@ import { undoOnSignals, untilStopped } from './interrupt.js';
 import { releaseBenchServer } from './support.js';
 import { telemetryBenchmarks } from './telemetry.bench.js';
 
-const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
+// A group marked `named` runs only when BENCH_ONLY names it: a measurement behind a decision record.
+const groups: [name: string, aliases: string[], run: () => Promise<void>, named?: 'named'][] = [
   ['eventstore', [], eventStoreBenchmarks],
   ['telemetry', [], telemetryBenchmarks],
   ['retention', [], retentionBenchmarks],
@@ -28,14 +31,16 @@ const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
   ['live', [], liveBenchmarks],
   ['roundtrip', [], roundTripBenchmarks],
   ['scaleout', [], scaleOutBenchmarks],
+  ['audit-append', [], auditAppendBenchmarks, 'named'],
 ];
 
 const only = process.env.BENCH_ONLY?.split(',');
 // Stopped early, the run still stops what it started, the embedded cluster last (interrupt.ts).
 undoOnSignals(releaseBenchServer);
 try {
-  for (const [name, aliases, run] of groups) {
-    if (only && !only.includes(name) && !aliases.some((a) => only.includes(a))) continue;
+  for (const [name, aliases, run, named] of groups) {
+    const chosen = only ? only.includes(name) || aliases.some((a) => only.includes(a)) : !named;
+    if (!chosen) continue;
     await run();
   }
 } catch (error) {
