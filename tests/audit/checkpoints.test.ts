@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { signCheckpoints } from '../../src/audit/checkpoints.js';
@@ -12,6 +11,7 @@ import { auditCheckpointJob, cronEvery } from '../../src/scheduler/audit-checkpo
 import { runScheduler } from '../../src/scheduler/scheduler.js';
 import {
   appendProjectHistory,
+  clientRevoked,
   expectContinuousCheckpoints,
   raceOnAuditStreams,
   signTwiceAtOnce,
@@ -27,8 +27,8 @@ describe('audit checkpoints', () => {
   let signer: AuditSigner;
 
   beforeEach(async () => {
-    await appendProjectHistory(suite.store, 'prj_a');
-    await appendProjectHistory(suite.store, 'prj_b');
+    await appendProjectHistory(suite.store, 'prj_aaaaaaaa');
+    await appendProjectHistory(suite.store, 'prj_bbbbbbbb');
     await chain();
     signer = await activeAuditSigner(suite.db.pool);
   });
@@ -46,11 +46,7 @@ describe('audit checkpoints', () => {
     ).rows[0]!;
   /** One more chained event of the project, chained. */
   const move = async (projectId: string) => {
-    await suite.store.append(
-      `client-${projectId}`,
-      [{ id: randomUUID(), type: 'ClientRevoked', data: { projectId, clientId: `cli_${projectId}` } }],
-      'any',
-    );
+    await suite.store.append(`client-${projectId}`, [clientRevoked(projectId)], 'any');
     await chain();
   };
 
@@ -60,11 +56,11 @@ describe('audit checkpoints', () => {
   it('signs each moved head once, nothing when nothing moved, and continues the sequence across runs', async () => {
     const first = await sign();
     expect(first.map((s) => [s.projectId, s.sequence, s.count])).to.deep.equal([
-      ['prj_a', 0, 8],
-      ['prj_b', 0, 8],
+      ['prj_aaaaaaaa', 0, 8],
+      ['prj_bbbbbbbb', 0, 8],
     ]);
-    const [a0] = await expectContinuous('prj_a', [8]);
-    const headA = await head('prj_a');
+    const [a0] = await expectContinuous('prj_aaaaaaaa', [8]);
+    const headA = await head('prj_aaaaaaaa');
     expect([a0!.head, a0!.position, a0!.signedAt]).to.deep.equal([
       headA.link,
       headA.position,
@@ -72,15 +68,15 @@ describe('audit checkpoints', () => {
     ]);
 
     expect(await sign(new Date(T0.getTime() + 60_000))).to.deep.equal([]);
-    await expectContinuous('prj_a', [8]);
+    await expectContinuous('prj_aaaaaaaa', [8]);
 
-    await move('prj_a');
-    await move('prj_a');
+    await move('prj_aaaaaaaa');
+    await move('prj_aaaaaaaa');
     const third = await sign(new Date(T0.getTime() + 120_000));
-    expect(third.map((s) => [s.projectId, s.sequence, s.count])).to.deep.equal([['prj_a', 1, 10]]);
-    const list = await expectContinuous('prj_a', [8, 10]);
-    expect(list[1]!.head).to.equal((await head('prj_a')).link);
-    await expectContinuous('prj_b', [8]);
+    expect(third.map((s) => [s.projectId, s.sequence, s.count])).to.deep.equal([['prj_aaaaaaaa', 1, 10]]);
+    const list = await expectContinuous('prj_aaaaaaaa', [8, 10]);
+    expect(list[1]!.head).to.equal((await head('prj_aaaaaaaa')).link);
+    await expectContinuous('prj_bbbbbbbb', [8]);
   });
 
   it('takes the marks as a hint only: without them, or with stale ones, the streams decide', async () => {
@@ -97,21 +93,21 @@ describe('audit checkpoints', () => {
         Number(m.count),
       ]),
     ).to.deep.equal([
-      ['prj_a', 0, 8],
-      ['prj_b', 0, 8],
+      ['prj_aaaaaaaa', 0, 8],
+      ['prj_bbbbbbbb', 0, 8],
     ]);
 
-    await move('prj_a');
+    await move('prj_aaaaaaaa');
     await suite.db.pool.query('DELETE FROM audit.checkpoint_marks');
-    expect((await sign()).map((s) => [s.projectId, s.sequence])).to.deep.equal([['prj_a', 1]]);
-    await move('prj_a');
+    expect((await sign()).map((s) => [s.projectId, s.sequence])).to.deep.equal([['prj_aaaaaaaa', 1]]);
+    await move('prj_aaaaaaaa');
     // A mark behind the stream (a crash between the append and the mark): the newest checkpoint still wins.
     await suite.db.pool.query(
-      `UPDATE audit.checkpoint_marks SET sequence = 0, count = 8 WHERE project_id = 'prj_a'`,
+      `UPDATE audit.checkpoint_marks SET sequence = 0, count = 8 WHERE project_id = 'prj_aaaaaaaa'`,
     );
-    expect((await sign()).map((s) => [s.projectId, s.sequence])).to.deep.equal([['prj_a', 2]]);
-    await expectContinuous('prj_a', [8, 9, 10]);
-    await expectContinuous('prj_b', [8]);
+    expect((await sign()).map((s) => [s.projectId, s.sequence])).to.deep.equal([['prj_aaaaaaaa', 2]]);
+    await expectContinuous('prj_aaaaaaaa', [8, 9, 10]);
+    await expectContinuous('prj_bbbbbbbb', [8]);
   });
 
   it('two schedulers signing at once record one checkpoint per sequence', async () => {
@@ -121,15 +117,15 @@ describe('audit checkpoints', () => {
       return signTwiceAtOnce(suite.store, suite.db.pool, signer, T0);
     };
     // First checkpoints (no stream yet), then the next ones (at a revision).
-    expect(await race()).to.deep.equal(['prj_a#0', 'prj_b#0']);
+    expect(await race()).to.deep.equal(['prj_aaaaaaaa#0', 'prj_bbbbbbbb#0']);
     expect(appendOutcomes.sort()).to.deep.equal(['appended', 'appended', 'wrong revision', 'wrong revision']);
-    await move('prj_a');
-    await move('prj_b');
-    expect(await race()).to.deep.equal(['prj_a#1', 'prj_b#1']);
+    await move('prj_aaaaaaaa');
+    await move('prj_bbbbbbbb');
+    expect(await race()).to.deep.equal(['prj_aaaaaaaa#1', 'prj_bbbbbbbb#1']);
     expect(appendOutcomes.sort()).to.deep.equal(['appended', 'appended', 'wrong revision', 'wrong revision']);
     sinon.restore();
-    await expectContinuous('prj_a', [8, 9]);
-    await expectContinuous('prj_b', [8, 9]);
+    await expectContinuous('prj_aaaaaaaa', [8, 9]);
+    await expectContinuous('prj_bbbbbbbb', [8, 9]);
   });
 
   it('runs at AUDIT_CHECKPOINT_INTERVAL_SECONDS through the real scheduler, and once at its start', async function () {
@@ -138,6 +134,8 @@ describe('audit checkpoints', () => {
       now: new Date('2026-03-01T10:00:30.000Z'),
       toFake: ['Date', 'setTimeout', 'clearTimeout'],
       shouldAdvanceTime: true,
+      // The pools' timers made before the clock was faked are cleared through it.
+      shouldClearNativeTimers: true,
     });
     const config = loadConfig({ AUDIT_CHECKPOINT_INTERVAL_SECONDS: '60' });
     const job = auditCheckpointJob({ store: suite.store, pool: suite.db.pool, config, logger });
@@ -156,16 +154,16 @@ describe('audit checkpoints', () => {
     try {
       await until('the run at the scheduler start', async () => (runs.length === 1 ? true : undefined));
       await runs[0]!.done;
-      expect((await checkpoints('prj_a')).map((c) => c.count)).to.deep.equal([8]);
+      expect((await checkpoints('prj_aaaaaaaa')).map((c) => c.count)).to.deep.equal([8]);
 
-      await move('prj_a');
+      await move('prj_aaaaaaaa');
       await clock.tickAsync(Date.parse('2026-03-01T10:00:59.000Z') - Date.now());
       expect(runs, 'no run before the minute').to.have.length(1);
       await clock.tickAsync(Date.parse('2026-03-01T10:01:00.500Z') - Date.now());
       await until('the run on the minute', async () => (runs.length === 2 ? true : undefined));
       await runs[1]!.done;
       expect(runs[1]!.at.slice(0, 19)).to.equal('2026-03-01T10:01:00');
-      const list = await checkpoints('prj_a');
+      const list = await checkpoints('prj_aaaaaaaa');
       expect(list.map((c) => c.count)).to.deep.equal([8, 9]);
       expect(Date.parse(list[1]!.signedAt)).to.be.within(
         Date.parse('2026-03-01T10:01:00.000Z'),
@@ -176,7 +174,7 @@ describe('audit checkpoints', () => {
       await until('the next minute', async () => (runs.length === 3 ? true : undefined));
       await runs[2]!.done;
       expect(
-        (await checkpoints('prj_a')).map((c) => c.count),
+        (await checkpoints('prj_aaaaaaaa')).map((c) => c.count),
         'nothing moved: no checkpoint',
       ).to.deep.equal([8, 9]);
     } finally {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import sinon from 'sinon';
 import { NO_STREAM } from '@kurrent/kurrentdb-client';
@@ -11,6 +10,7 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import {
   appendProjectHistories,
   appendProjectHistory,
+  clientRevoked,
   expectContinuousCheckpoints,
   expectedChain,
   projectChainUntil,
@@ -43,7 +43,7 @@ describe('KurrentDB adapter (client stubbed): the audit chain and its checkpoint
   });
 
   it('gives the same chain as PostgreSQL for the same events, through readAll and through the subscription', async () => {
-    const head = await appendProjectHistories(suite.store, ['prj_a', 'prj_b']);
+    const head = await appendProjectHistories(suite.store, ['prj_aaaaaaaa', 'prj_bbbbbbbb']);
     await catchUpProjector(suite.db.pool, suite.store, auditChainProjector());
     const onPostgres = await storedLinks(suite.db.pool);
     expect(onPostgres).to.have.length(16);
@@ -81,46 +81,39 @@ describe('KurrentDB adapter (client stubbed): the audit chain and its checkpoint
     expect(await storedLinks(viaSubscription.pool)).to.deep.equal(onPostgres);
 
     // Live: an event appended after the subscription caught up is chained on from the head.
-    const appended = await fake
-      .store()
-      .append(
-        'client-prj_a',
-        [{ id: randomUUID(), type: 'ClientRevoked', data: { projectId: 'prj_a', clientId: 'cli_x' } }],
-        'any',
-      );
+    const appended = await fake.store().append('client-prj_aaaaaaaa', [clientRevoked('prj_aaaaaaaa')], 'any');
     await projectChainUntil(viaSubscription, fake.store(), appended.position);
     const links = await storedLinks(viaSubscription.pool);
     expect(links).to.deep.equal(await expectedChain(fake.store()));
-    expect(links.at(-1)).to.include({ position: appended.position, projectId: 'prj_a', sequence: 9 });
+    expect(links.at(-1)).to.include({ position: appended.position, projectId: 'prj_aaaaaaaa', sequence: 9 });
   });
 
   it('appends checkpoints at the expected revision; a signer that lost the race gets WrongExpectedRevisionError', async () => {
     const fake = new FakeKurrentDb();
     const store = fake.store();
-    await appendProjectHistory(store, 'prj_a');
-    await appendProjectHistory(store, 'prj_b');
+    await appendProjectHistory(store, 'prj_aaaaaaaa');
+    await appendProjectHistory(store, 'prj_bbbbbbbb');
     await catchUpProjector(suite.db.pool, store, auditChainProjector());
     const signer = await activeAuditSigner(suite.db.pool);
     const appends = sinon.spy(fake, 'appendToStream');
 
     const { outcomes, reset } = raceOnAuditStreams(store);
-    expect(await signTwiceAtOnce(store, suite.db.pool, signer, T0)).to.deep.equal(['prj_a#0', 'prj_b#0']);
+    expect(await signTwiceAtOnce(store, suite.db.pool, signer, T0)).to.deep.equal([
+      'prj_aaaaaaaa#0',
+      'prj_bbbbbbbb#0',
+    ]);
     expect(outcomes.sort()).to.deep.equal(['appended', 'appended', 'wrong revision', 'wrong revision']);
     expect(appends.getCalls().map((c) => c.args[2].streamState)).to.deep.equal(Array(4).fill(NO_STREAM));
 
-    await store.append(
-      'client-prj_a',
-      [{ id: randomUUID(), type: 'ClientRevoked', data: { projectId: 'prj_a', clientId: 'cli_x' } }],
-      'any',
-    );
+    await store.append('client-prj_aaaaaaaa', [clientRevoked('prj_aaaaaaaa')], 'any');
     await catchUpProjector(suite.db.pool, store, auditChainProjector());
     reset();
     appends.resetHistory();
-    expect(await signTwiceAtOnce(store, suite.db.pool, signer, T0)).to.deep.equal(['prj_a#1']);
+    expect(await signTwiceAtOnce(store, suite.db.pool, signer, T0)).to.deep.equal(['prj_aaaaaaaa#1']);
     expect(outcomes.sort()).to.deep.equal(['appended', 'wrong revision']);
     expect(appends.getCalls().map((c) => [c.args[0], c.args[2].streamState])).to.deep.equal([
-      ['audit-prj_a', 0n],
-      ['audit-prj_a', 0n],
+      ['audit-prj_aaaaaaaa', 0n],
+      ['audit-prj_aaaaaaaa', 0n],
     ]);
     sinon.restore();
 
@@ -128,7 +121,7 @@ describe('KurrentDB adapter (client stubbed): the audit chain and its checkpoint
       await signCheckpoints({ store, pool: suite.db.pool, signer, now: T0 }),
       'nothing moved',
     ).to.deep.equal([]);
-    await expectContinuousCheckpoints(store, suite.db.pool, 'prj_a', [8, 9]);
-    await expectContinuousCheckpoints(store, suite.db.pool, 'prj_b', [8]);
+    await expectContinuousCheckpoints(store, suite.db.pool, 'prj_aaaaaaaa', [8, 9]);
+    await expectContinuousCheckpoints(store, suite.db.pool, 'prj_bbbbbbbb', [8]);
   });
 });

@@ -35,14 +35,14 @@ describe('audit chain projector', () => {
 
   it('chains only the control history, per project, in global order, as the domain computes it (live runner)', async () => {
     // Two projects written concurrently, so their events interleave in the global order.
-    const head = await appendProjectHistories(suite.store, ['prj_a', 'prj_b']);
+    const head = await appendProjectHistories(suite.store, ['prj_aaaaaaaa', 'prj_bbbbbbbb']);
 
     await projectChainUntil(suite.db, suite.store, head);
 
     const links = await storedLinks(suite.db.pool);
     expect(links).to.deep.equal(await expectedChain(suite.store));
     // Every chained event of each project (8 each), numbered 1.. per project, interleaved in position order.
-    for (const project of ['prj_a', 'prj_b']) {
+    for (const project of ['prj_aaaaaaaa', 'prj_bbbbbbbb']) {
       expect(links.filter((l) => l.projectId === project).map((l) => l.sequence)).to.deep.equal([
         1, 2, 3, 4, 5, 6, 7, 8,
       ]);
@@ -62,7 +62,7 @@ describe('audit chain projector', () => {
       'SELECT project_id, sequence, link FROM audit_chain_heads ORDER BY project_id',
     );
     expect(heads.map((h) => [h.project_id, Number(h.sequence), h.link])).to.deep.equal(
-      ['prj_a', 'prj_b'].map((p) => {
+      ['prj_aaaaaaaa', 'prj_bbbbbbbb'].map((p) => {
         const last = links.filter((l) => l.projectId === p).at(-1)!;
         return [p, last.sequence, last.link];
       }),
@@ -71,10 +71,10 @@ describe('audit chain projector', () => {
 
   it('chains the data as the store keeps it, also where that is not JSON.stringify of it (rows from jsonb days)', async () => {
     // As 0404 left an event appended when data was jsonb: jsonb's spelling, with spaces and its key order.
-    const stored = '{"name": "Süd", "projectId": "prj_old"}';
+    const stored = '{"name": "Süd", "projectId": "prj_old00001"}';
     await suite.db.pool.query(
       `SELECT eventstore.append_events($1, -1, $2::uuid[], $3::text[], $4::json[], $5::json[])`,
-      ['project-prj_old', [randomUUID()], ['ProjectCreated'], [stored], [null]],
+      ['project-prj_old00001', [randomUUID()], ['ProjectCreated'], [stored], [null]],
     );
     const [event] = (await chainedPage()).events;
     expect(event!.dataText).to.equal(stored);
@@ -91,7 +91,7 @@ describe('audit chain projector', () => {
   });
 
   it('writes nothing twice when a batch killed before its commit is replayed', async () => {
-    await appendProjectHistory(suite.store, 'prj_crash');
+    await appendProjectHistory(suite.store, 'prj_crash001');
     await untilVisible(suite.store, (await suite.store.headPosition())!);
     const projector = auditChainProjector();
     await installProjector(suite.db.pool, projector);
@@ -138,7 +138,7 @@ describe('audit chain projector', () => {
   });
 
   it('refuses a rebuild and leaves the chain as it was', async () => {
-    await appendProjectHistory(suite.store, 'prj_keep');
+    await appendProjectHistory(suite.store, 'prj_keep0001');
     await catchUpProjector(suite.db.pool, suite.store, auditChainProjector());
     const before = await storedLinks(suite.db.pool);
     expect(before).to.have.length(8);
@@ -155,7 +155,7 @@ describe('audit chain projector', () => {
 
   it('`devcloud projections rebuild` without a name rebuilds the others and leaves the chain alone', async function () {
     this.timeout(180_000);
-    await appendProjectHistory(suite.store, 'prj_cli');
+    await appendProjectHistory(suite.store, 'prj_cli00001');
     await catchUpProjector(suite.db.pool, suite.store, auditChainProjector());
     const links = await storedLinks(suite.db.pool);
     const checkpoint = await readCheckpoint(suite.db.pool, 'audit-chain');

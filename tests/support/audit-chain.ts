@@ -23,6 +23,7 @@ import {
   type NewEvent,
   type RecordedEvent,
 } from '../../src/eventstore/port.js';
+import { eventDefinition } from '../../src/domain/events/all.js';
 import type { Pool } from '../../src/infra/postgres/pool.js';
 import { sha256Hex } from '../../src/infra/sha256.js';
 
@@ -36,19 +37,33 @@ export interface LinkRow {
   readonly recordedAt: string;
 }
 
-const event = (type: string, data: Record<string, unknown>): NewEvent => ({ id: randomUUID(), type, data });
+/** An event as the service records it: its data must pass the event's own schema. */
+function event(type: string, data: Record<string, unknown>): NewEvent {
+  const definition = eventDefinition(type);
+  if (!definition) throw new Error(`no event type ${type}`);
+  return { id: randomUUID(), type, data: definition.schema.parse(data) as Record<string, unknown> };
+}
+
+const at = '2026-01-01T00:00:00.000Z';
+const by = { kind: 'client', clientId: 'cli_operator1' };
+
+/** One more chained event of the project: its client revoked. */
+export function clientRevoked(projectId: string): NewEvent {
+  return event('ClientRevoked', { projectId, clientId: `cli_${projectId}` });
+}
 
 /**
- * A small control history of one project as the service records it: the project, a client, a site, a hub
- * and a device registered, the device's profile and lifecycle moves (which name only the device), a grant
- * and a command with its delivery; and beside it what is not chained: readings and connectivity. Text with
- * quotes, escapes and characters outside ASCII, so the bytes chained are not trivially ASCII.
+ * A small control history of one project (`prj_` and 8 or more characters) as the service records it: the
+ * project, a client, a device registered, its profile and lifecycle moves (which name only the device), a
+ * grant and a command with its delivery (8 chained events); and beside them what is not chained: readings
+ * and connectivity. Text with quotes, escapes and characters outside ASCII, so the bytes chained are not
+ * trivially ASCII.
  */
 export async function appendProjectHistory(store: EventStore, projectId: string): Promise<void> {
   const deviceId = `dev_${randomUUID().slice(0, 8)}`;
   const device = `device-${deviceId}`;
   const commandId = `cmd_${randomUUID().slice(0, 8)}`;
-  const at = '2026-01-01T00:00:00.000Z';
+  const ref = { deviceId, projectId, commandId };
   await store.append(
     `project-${projectId}`,
     [event('ProjectCreated', { projectId, name: `Büro "Süd" ⚡ ${projectId}` })],
@@ -56,7 +71,16 @@ export async function appendProjectHistory(store: EventStore, projectId: string)
   );
   await store.append(
     `client-${projectId}`,
-    [event('ClientCreated', { projectId, clientId: `cli_${projectId}`, name: 'a\nb\t\\c' })],
+    [
+      event('ClientCreated', {
+        projectId,
+        clientId: `cli_${projectId}`,
+        scopes: ['devices:read'],
+        authMethod: 'basic',
+        secretHash: '$hmac-sha256$k=key1$AAAA',
+        name: 'a\nb\t\\c',
+      }),
+    ],
     'any',
   );
   await store.append(
@@ -70,7 +94,7 @@ export async function appendProjectHistory(store: EventStore, projectId: string)
         kind: 'device',
         manufacturer: 'Acme 😀',
         productModel: 'R2\u2028',
-        capabilities: ['binary.switch'],
+        capabilities: ['actuator.relay'],
         profile: 'draft',
       }),
     ],
@@ -79,33 +103,51 @@ export async function appendProjectHistory(store: EventStore, projectId: string)
   await store.appendBatch([
     {
       streamName: `readings-${deviceId}`,
-      event: event('ReadingsRecorded', { projectId, deviceId, readings: [] }),
+      event: event('ReadingsRecorded', {
+        projectId,
+        deviceId,
+        agentId: 'agt_1',
+        receivedAt: at,
+        readings: [{ capability: 'environment.temperature', value: 21.5 }],
+      }),
     },
   ]);
   await store.append(
     device,
-    [event('DeviceProfileVerified', { deviceId, reason: 'bench tested', at })],
+    [event('DeviceProfileVerified', { deviceId, reason: 'bench tested', by, at })],
     'any',
   );
   await store.append(
     `connectivity-${deviceId}`,
-    [event('DeviceConnectivityChanged', { projectId, deviceId, online: true, at })],
+    [
+      event('DeviceConnectivityChanged', {
+        projectId,
+        deviceId,
+        connectivity: 'online',
+        observedAt: at,
+        cause: 'agent_connected',
+      }),
+    ],
     'any',
   );
   await store.append(
     device,
     [
-      event('CapabilityWriteGranted', { deviceId, projectId, capability: 'binary.switch', at }),
+      event('CapabilityWriteGranted', { deviceId, projectId, capability: 'actuator.relay', by, at }),
       event('CommandAccepted', {
-        deviceId,
-        projectId,
-        commandId,
-        capability: 'binary.switch',
+        ...ref,
+        capability: 'actuator.relay',
         value: true,
-        at,
+        mode: 'imperative',
+        ttlSeconds: 60,
+        acceptedAt: at,
+        expiresAt: '2026-01-01T00:01:00.000Z',
+        by,
+        idempotencyKey: `key-${commandId}`,
+        requestHash: `hash-${commandId}`,
       }),
-      event('CommandSent', { deviceId, projectId, commandId, at }),
-      event('DeviceLifecycleChanged', { deviceId, status: 'retired', reason: 'end of life', at }),
+      event('CommandSent', { ...ref, agentId: 'agt_1', attempt: 1, sentAt: at }),
+      event('DeviceLifecycleChanged', { deviceId, status: 'retired', reason: 'end of life', by, at }),
     ],
     'any',
   );
