@@ -17,7 +17,7 @@ import { isSealed, seal, unseal, type SealedSecret } from '../infra/sealed-secre
  * With AUDIT_SIGNING_KEY_ENCRYPTION_KEY set, private keys are stored sealed under it, so whoever holds only
  * the database can neither sign a checkpoint nor plant a key of their own that verification accepts.
  */
-export const AUDIT_KEY_ENCRYPTION_VARIABLE = 'AUDIT_SIGNING_KEY_ENCRYPTION_KEY';
+const AUDIT_KEY_ENCRYPTION_VARIABLE = 'AUDIT_SIGNING_KEY_ENCRYPTION_KEY';
 
 export interface AuditPublicKey {
   readonly keyId: string;
