@@ -149,7 +149,9 @@ describe('audit chain projector', () => {
       (e: unknown) => e,
     );
     expect(refusal).to.be.instanceOf(RebuildRefused);
-    expect((refusal as Error).message).to.match(/^audit-chain: .*evidence/);
+    expect((refusal as Error).message).to.match(
+      /^audit-chain is the record of what the events were .*evidence/,
+    );
     expect(await storedLinks(suite.db.pool)).to.deep.equal(before);
   });
 
@@ -178,6 +180,6 @@ describe('audit chain projector', () => {
 
     const named = await devcloudLines(['projections', 'rebuild', 'audit-chain', '--json'], suite.db.url, 500);
     expect(named.code).not.to.equal(0);
-    expect(named.stderr).to.match(/audit-chain: .*evidence/);
+    expect(named.stderr).to.match(/audit-chain is the record of what the events were .*evidence/);
   });
 });

@@ -48,7 +48,7 @@ export function auditChainProjector(): Projector {
     tables: ['audit_chain_links', 'audit_chain_heads', 'audit_chain_devices'],
     schemaSql,
     rebuildRefused:
-      'the audit chain is the record of what the events were when they were chained; a replay from ' +
+      'is the record of what the events were when they were chained; a replay from ' +
       "today's events would overwrite that evidence (docs/audit.md)",
     // On PostgreSQL the data is chained as the store keeps it (events from before the store kept json text
     // are held in jsonb's spelling, not JSON.stringify's); KurrentDB hands back parsed data only.
