@@ -141,6 +141,9 @@ const schema = z.object({
   TELEMETRY_1D_RETENTION_DAYS: positiveInt.min(8).default(3660),
 });
 
+/** Every variable the configuration reads (README.md's Configuration table has a row for each). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export type Config = Readonly<
   Omit<z.infer<typeof schema>, 'DATA_DIR'> & {
     DATA_DIR: string;

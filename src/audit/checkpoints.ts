@@ -40,20 +40,18 @@ export async function signCheckpoints(deps: {
   readonly signer: AuditSigner;
   readonly now: Date;
 }): Promise<SignedCheckpoint[]> {
-  const { rows } = await deps.pool.query<{
-    project_id: string;
-    sequence: string;
-    link: string;
-    position: string;
-    mark: string | null;
-  }>(UNSIGNED_HEADS);
+  const rows = await unsignedHeads(deps.pool);
   const signed: SignedCheckpoint[] = [];
   for (const row of rows) {
     const stream = checkpointStream(row.project_id);
     const newest = await newestCheckpoint(deps.store, stream, row.mark === null ? 0n : BigInt(row.mark));
     const count = Number(row.sequence);
     if (newest && (newest.data as AuditCheckpoint).count >= count) {
-      await deps.pool.query(SAVE_MARK, [row.project_id, Number(newest.revision), (newest.data as AuditCheckpoint).count]);
+      await deps.pool.query(SAVE_MARK, [
+        row.project_id,
+        Number(newest.revision),
+        (newest.data as AuditCheckpoint).count,
+      ]);
       continue;
     }
     const terms = {
@@ -92,6 +90,24 @@ export async function signCheckpoints(deps: {
     signed.push({ projectId: row.project_id, sequence: terms.sequence, count, position: row.position });
   }
   return signed;
+}
+
+interface UnsignedHead {
+  readonly project_id: string;
+  readonly sequence: string;
+  readonly link: string;
+  readonly position: string;
+  readonly mark: string | null;
+}
+
+/** None while the chain's projector has not installed its tables yet (a scheduler started before it). */
+async function unsignedHeads(pool: Pool): Promise<UnsignedHead[]> {
+  try {
+    return (await pool.query<UnsignedHead>(UNSIGNED_HEADS)).rows;
+  } catch (error) {
+    if ((error as { code?: string }).code === '42P01') return [];
+    throw error;
+  }
 }
 
 /** The newest checkpoint of a project's audit stream, read from the mark on. */

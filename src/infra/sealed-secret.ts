@@ -30,9 +30,26 @@ export function isSealed(stored: unknown): stored is SealedSecret {
 
 export function unseal(sealed: SealedSecret, encryptionKey: string | undefined, variable: string): string {
   if (!encryptionKey) throw new Error(`the key is stored encrypted: set ${variable}`);
-  const decipher = createDecipheriv('aes-256-gcm', keyBytes(encryptionKey, variable), Buffer.from(sealed.iv, 'base64'));
+  const decipher = createDecipheriv(
+    'aes-256-gcm',
+    keyBytes(encryptionKey, variable),
+    Buffer.from(sealed.iv, 'base64'),
+  );
   decipher.setAuthTag(Buffer.from(sealed.tag, 'base64'));
-  return Buffer.concat([decipher.update(Buffer.from(sealed.ciphertext, 'base64')), decipher.final()]).toString('utf8');
+  try {
+    return Buffer.concat([
+      decipher.update(Buffer.from(sealed.ciphertext, 'base64')),
+      decipher.final(),
+    ]).toString('utf8');
+  } catch (error) {
+    // GCM's own message ("unable to authenticate data") names neither the cause nor the setting to check.
+    throw new Error(
+      `the stored key does not open with ${variable}: a wrong key, or the stored key was altered`,
+      {
+        cause: error,
+      },
+    );
+  }
 }
 
 function keyBytes(encoded: string, variable: string): Buffer {

@@ -33,11 +33,17 @@ export interface Projector {
    * Synchronous: it runs on the event loop while the batch before waits on PostgreSQL.
    */
   prepare?(events: readonly RecordedEvent[]): unknown;
+  /**
+   * Set when `apply` needs each event's data as the store keeps it (RecordedEvent.dataText, where the store
+   * keeps text): the audit chain commits to those bytes.
+   */
+  readonly dataAsStored?: boolean;
   apply(events: readonly RecordedEvent[], db: PoolClient, prepared?: unknown): Promise<void>;
   /**
    * Why a rebuild is refused, where it is: the read model holds history a replay cannot give back. Readings'
    * read models outlive the events retention deletes; the audit chain is evidence of what the events were
-   * when it was made, which a replay from today's events would overwrite.
+   * when it was made, which a replay from today's events would overwrite. Worded to follow the projector's
+   * name (RebuildRefused's message is the name, then this).
    */
   readonly rebuildRefused?: string;
   /**
@@ -63,7 +69,7 @@ export interface Projector {
 
 /** The reason readings' read models give for refusing a rebuild. */
 export const KEEPS_HISTORY_BEYOND_RETENTION =
-  'it keeps history older than the events the store still holds; a rebuild would lose it ' +
+  'keeps history older than the events the store still holds; a rebuild would lose it ' +
   '(change its tables with a migration instead)';
 
 /** A rebuild was asked of a projector that refuses one (Projector.rebuildRefused says why). */
@@ -72,7 +78,7 @@ export class RebuildRefused extends Error {
     readonly projector: string,
     reason: string,
   ) {
-    super(`${projector}: ${reason}`);
+    super(`${projector} ${reason}`);
     this.name = 'RebuildRefused';
   }
 }

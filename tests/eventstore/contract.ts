@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import sinon from 'sinon';
+import { activeAuditSigner } from '../../src/audit/signing-keys.js';
 import {
   DuplicateEventIdError,
   WrongExpectedRevisionError,
@@ -7,6 +9,18 @@ import {
   type NewEvent,
   type RecordedEvent,
 } from '../../src/eventstore/port.js';
+import {
+  appendProjectHistories,
+  appendProjectHistory,
+  expectContinuousCheckpoints,
+  expectedChain,
+  projectChainUntil,
+  raceOnAuditStreams,
+  signTwiceAtOnce,
+  storedLinks,
+  type LinkRow,
+} from '../support/audit-chain.js';
+import { freshDatabase, type TestDatabase } from '../support/database.js';
 
 /**
  * The behaviour every event-store adapter must show. `burst` writes `transactions` appends concurrently,
@@ -339,6 +353,86 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
       const got = await collectUntil(store, all[1]!.position, controller.signal).until(new Set([all[3]!.id]));
       controller.abort();
       expect(got.filter((e) => e.streamName === name).map((e) => e.type)).to.deep.equal(['C', 'D']);
+    });
+  });
+
+  /**
+   * The audit chain over this store (docs/audit.md): the projector follows the store's subscription into
+   * read models in PostgreSQL, and checkpoints are appended to the store at an expected revision. The
+   * events of other cases share the store, so each case looks only at projects of its own.
+   */
+  describe('audit chain and checkpoints', () => {
+    let readModels: TestDatabase | undefined;
+    afterEach(async () => {
+      sinon.restore();
+      await readModels?.drop();
+      readModels = undefined;
+    });
+    const ours = (projects: string[]) => (links: LinkRow[]) =>
+      links.filter((l) => projects.includes(l.projectId));
+
+    it('hands back data whose JSON.stringify is the text appended, by every kind of append', async () => {
+      const tricky = {
+        projectId: 'prj_x',
+        text: 'Büro "Süd" ⚡😀\n\t\\ \u2028 </script>',
+        n: [0, -1.5, 1e21, 2 ** 53],
+        nil: null,
+      };
+      const ids: string[] = [randomUUID(), randomUUID(), randomUUID()];
+      const name = stream();
+      await store.append(name, [{ id: ids[0]!, type: 'Tricky', data: tricky }], 'no_stream');
+      await store.appendMany([
+        {
+          streamName: stream(),
+          events: [{ id: ids[1]!, type: 'Tricky', data: tricky }],
+          expectedRevision: 'no_stream',
+        },
+      ]);
+      await store.appendBatch([
+        { streamName: stream(), event: { id: ids[2]!, type: 'Tricky', data: tricky } },
+      ]);
+      const found: RecordedEvent[] = [];
+      for (
+        let after: string | undefined, deadline = Date.now() + 30_000;
+        found.length < 3 && Date.now() < deadline;
+      ) {
+        const page = await store.readAll({
+          after,
+          maxCount: 1000,
+          eventTypes: ['Tricky'],
+          dataAsStored: true,
+        });
+        found.push(...page.events.filter((e) => ids.includes(e.id)));
+        if (page.lastPosition !== undefined) after = page.lastPosition;
+        if (page.atEnd && found.length < 3) await sleep(20);
+      }
+      expect(found).to.have.length(3);
+      for (const e of found) expect(e.dataText ?? JSON.stringify(e.data)).to.equal(JSON.stringify(tricky));
+    });
+
+    it('chains the control history through its subscription as the domain computes it', async () => {
+      readModels = await freshDatabase();
+      const projects = [`prj_${randomUUID().slice(0, 8)}`, `prj_${randomUUID().slice(0, 8)}`];
+      await projectChainUntil(readModels, store, await appendProjectHistories(store, projects));
+      const links = ours(projects)(await storedLinks(readModels.pool));
+      expect(links).to.have.length(16);
+      expect(links).to.deep.equal(ours(projects)(await expectedChain(store)));
+    });
+
+    it('records one checkpoint per sequence when two signers race', async () => {
+      readModels = await freshDatabase();
+      const project = `prj_${randomUUID().slice(0, 8)}`;
+      await appendProjectHistory(store, project);
+      await projectChainUntil(readModels, store, (await store.headPosition())!);
+      await readModels.pool.query('DELETE FROM audit_chain_heads WHERE project_id <> $1', [project]);
+      const signer = await activeAuditSigner(readModels.pool);
+      const { outcomes } = raceOnAuditStreams(store);
+      expect(await signTwiceAtOnce(store, readModels.pool, signer, new Date())).to.deep.equal([
+        `${project}#0`,
+      ]);
+      expect(outcomes.sort()).to.deep.equal(['appended', 'wrong revision']);
+      sinon.restore();
+      await expectContinuousCheckpoints(store, readModels.pool, project, [8]);
     });
   });
 }

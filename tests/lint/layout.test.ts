@@ -1,15 +1,6 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { expect } from 'chai';
-
-/** The first cell of every row of the README's Layout table: the paths it names in backticks. */
-function layoutPaths(readme: string): string[] {
-  const section = readme.split(/^## /m).find((s) => s.startsWith('Layout\n'));
-  if (section === undefined) throw new Error('README.md has no "## Layout" section');
-  return section
-    .split('\n')
-    .filter((line) => line.startsWith('|'))
-    .flatMap((line) => [...(line.split('|')[1] ?? '').matchAll(/`([^`]+)`/g)].map((m) => m[1]!));
-}
+import { readmeTableNames } from '../support/readme.js';
 
 /** The folders each listed one by one: the product's (src/) and the lab's built on it (tools/). */
 const MAPPED = ['src', 'tools'];
@@ -19,7 +10,7 @@ const MAPPED = ['src', 'tools'];
  * and no row names a folder of theirs that is gone.
  */
 describe('README layout table', () => {
-  const named = layoutPaths(readFileSync('README.md', 'utf8'));
+  const named = readmeTableNames('Layout');
 
   for (const root of MAPPED) {
     const rows = named.filter((p) => p.startsWith(`${root}/`));

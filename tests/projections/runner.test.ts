@@ -401,7 +401,7 @@ describe('projection runner', () => {
 
   it('refuses to rebuild a read model that outlives its events, and stands by on a version change instead', async () => {
     await appendMany(store, 2, 10);
-    const keeper = { ...tallyProjector(TYPES), rebuildRefused: 'it keeps history' };
+    const keeper = { ...tallyProjector(TYPES), rebuildRefused: 'keeps history' };
     await catchUpProjector(db.pool, store, keeper);
     const before = await tallies(db);
     let refusal: unknown;

@@ -24,8 +24,42 @@ export function isChained(eventType: string): boolean {
   return chained.has(eventType);
 }
 
-/** The chain an event belongs to: its project's. Every chained type carries `projectId` in its data. */
-export function chainOf(data: unknown): string | undefined {
-  const projectId = (data as { projectId?: unknown } | null)?.projectId;
-  return typeof projectId === 'string' ? projectId : undefined;
+/**
+ * Which project's chain each event belongs to, for a reader going through the chained events in global
+ * order. Most chained types carry `projectId` in their data. A device's lifecycle and profile moves carry
+ * only `deviceId`: they belong to the project the device was registered in, which its `DeviceRegistered`
+ * (earlier in the same stream, so earlier in the global order) names; the membership learns that from the
+ * registrations it is shown, and starts from `known` (device id, project id) for those registered before
+ * the first event it is shown. An event that names no project and no known device belongs to no chain.
+ */
+export class ChainMembership {
+  private readonly devices: Map<string, string>;
+  /** The devices registered among the events shown so far, with their projects. */
+  readonly registered = new Map<string, string>();
+
+  constructor(known: Iterable<readonly [deviceId: string, projectId: string]> = []) {
+    this.devices = new Map(known);
+  }
+
+  /** The project whose chain the event belongs to, or undefined for none. */
+  projectOf(type: string, data: unknown): string | undefined {
+    const fields = data as { projectId?: unknown; deviceId?: unknown } | null;
+    const deviceId = typeof fields?.deviceId === 'string' ? fields.deviceId : undefined;
+    if (typeof fields?.projectId === 'string') {
+      if (type === 'DeviceRegistered' && deviceId !== undefined && !this.devices.has(deviceId)) {
+        this.devices.set(deviceId, fields.projectId);
+        this.registered.set(deviceId, fields.projectId);
+      }
+      return fields.projectId;
+    }
+    return deviceId === undefined ? undefined : this.devices.get(deviceId);
+  }
+}
+
+/** The device an event names without naming its project: its project comes from the device's registration. */
+export function deviceWithoutProject(data: unknown): string | undefined {
+  const fields = data as { projectId?: unknown; deviceId?: unknown } | null;
+  return typeof fields?.projectId !== 'string' && typeof fields?.deviceId === 'string'
+    ? fields.deviceId
+    : undefined;
 }
