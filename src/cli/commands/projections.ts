@@ -106,9 +106,7 @@ async function projectionsPartition(out: Output, name: string, countText: string
 async function projectionsRebuild(out: Output, name: string | undefined): Promise<void> {
   const all = allProjectors();
   // Without a name: every read model that can be rebuilt from the events the store still holds.
-  const chosen = name
-    ? all.filter((p) => p.name === name)
-    : all.filter((p) => !p.rebuildRefused);
+  const chosen = name ? all.filter((p) => p.name === name) : all.filter((p) => !p.rebuildRefused);
   if (chosen.length === 0)
     throw new CliError(`no projector named ${name}; known: ${all.map((p) => p.name).join(', ')}`);
   const refused = chosen.find((p) => p.rebuildRefused);
