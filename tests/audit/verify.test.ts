@@ -7,7 +7,12 @@ import { auditKeyId } from '../../src/audit/signing-keys.js';
 import { CHAINED_EVENT_TYPES } from '../../src/domain/audit/chained-events.js';
 import { checkpointPayload, type AuditCheckpoint } from '../../src/domain/audit/checkpoint-events.js';
 import { encodePgPosition } from '../../src/eventstore/postgres/position.js';
-import { signedControlHistory, storedEvents, type StoredEvent } from '../support/audit-history.js';
+import {
+  chainAndSign,
+  signedControlHistory,
+  storedEvents,
+  type StoredEvent,
+} from '../support/audit-history.js';
 import { devcloud, type Run } from '../support/devcloud.js';
 import { eventStoreForEachTest } from '../support/event-store.js';
 
@@ -216,6 +221,21 @@ describe('devcloud audit verify: tampered history on the PostgreSQL store', func
       expect(trusting.code, trusting.stderr).to.equal(0);
       failsAt(await verify('--trusted-keys', keys), 'checkpoint_unknown_key', position);
     });
+  });
+
+  it('chains the bytes the store keeps, also those of an event stored in jsonb rendering (before 0404)', async () => {
+    const legacy = `{"at": "2026-01-01T00:00:04.000Z", "deviceId": "dev_legacy", "projectId": "${projectId}", "capability": "binary.switch"}`;
+    const eventId = randomUUID();
+    await query(
+      `INSERT INTO eventstore.events (stream_name, stream_revision, event_id, event_type, data)
+       VALUES ('device-dev_legacy', 0, $1, 'CapabilityWriteGranted', $2::json)`,
+      [eventId, legacy],
+    );
+    expect(await dataOf(eventId)).to.equal(legacy);
+    await chainAndSign(running);
+    const run = await verify('--project', projectId);
+    expect(run.code, run.stderr).to.equal(0);
+    expect(run.stdout).to.contain(`verified: ${events.length + 1} events, 3 checkpoints matched, 0 findings`);
   });
 
   it('--project leaves out what was changed in another project', async () => {

@@ -41,6 +41,7 @@ export function auditChainProjector(): Projector {
     eventTypes: CHAINED_EVENT_TYPES,
     tables: ['audit_chain_links', 'audit_chain_heads', 'audit_chain_streams'],
     schemaSql,
+    dataAsStored: true,
     rebuildRefused:
       'the audit chain is the record of what the events were when they were chained; a replay from ' +
       "today's events would overwrite that evidence (docs/audit.md)",
