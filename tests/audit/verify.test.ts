@@ -119,7 +119,11 @@ describe('devcloud audit verify: tampered history on the PostgreSQL store', func
       (e, i) => i > 2 && events[i + 1] !== undefined && events[i + 1]!.transactionId !== e.transactionId,
     );
     const before = events[index]!;
-    const globalPosition = String(BigInt(before.globalPosition) + 1n);
+    const [last] = await query<{ n: string }>(
+      'SELECT max(global_position)::text AS n FROM eventstore.events WHERE transaction_id = $1::xid8',
+      [before.transactionId],
+    );
+    const globalPosition = String(BigInt(last!.n) + 1n);
     const position = encodePgPosition(before.transactionId, globalPosition);
     expect(position > before.position && position < events[index + 1]!.position).to.equal(true);
     const granted = JSON.parse(byType('CapabilityWriteGranted').data) as Record<string, unknown>;
