@@ -3,6 +3,7 @@ import { checkpointsCovering } from '../../audit/coverage.js';
 import { grantHistory, grantsInForce } from '../../audit/grants.js';
 import type { AuditFilter } from '../../audit/history.js';
 import { readKeyFile } from '../../audit/key-file.js';
+import type { AuditPublicKey } from '../../audit/signing-keys.js';
 import { verifyStoredHistory } from '../../audit/verify.js';
 import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext, type CliContext } from '../context.js';
@@ -93,18 +94,22 @@ export const auditCommands: CommandGroup = {
   ],
 };
 
+/** The history in the database verified: the chains recomputed from the store (src/audit/verify.ts). */
 async function auditVerify(out: Output, options: VerifyCliOptions): Promise<void> {
-  const from = instant('audit verify', '--from', options.from);
-  const to = instant('audit verify', '--to', options.to);
   const trustedKeys =
     options['trusted-keys'] === undefined ? undefined : await keyFile(options['trusted-keys']);
-  const report = await withCliContext(({ store, database }) =>
+  reportVerification(out, await verifyDatabase(options, trustedKeys));
+}
+
+async function verifyDatabase(options: VerifyCliOptions, trustedKeys: AuditPublicKey[] | undefined) {
+  const from = instant('audit verify', '--from', options.from);
+  const to = instant('audit verify', '--to', options.to);
+  return withCliContext(({ store, database }) =>
     verifyStoredHistory(
       { store, pool: database.pool },
       { projectId: options.project, from, to, trustedKeys, onProgress: progressOnStderr },
     ),
   );
-  reportVerification(out, report);
 }
 
 async function keyFile(path: string) {
