@@ -77,7 +77,7 @@ export async function chainFrontier(pool: Pool): Promise<string | undefined> {
 }
 
 /** A range of the stored chain: links at `from` (inclusive) or after, up to `upTo` (inclusive), of one project or all. */
-export interface LinkRange {
+interface LinkRange {
   readonly from?: string;
   readonly upTo: string;
   readonly projectId?: string;
@@ -106,7 +106,7 @@ export function linkPages(
 }
 
 /** Where a window by recorded time starts: at a link's position, after the chain's end, or at its beginning. */
-export type WindowStart = { readonly at: string } | 'after_chain' | 'beginning';
+type WindowStart = { readonly at: string } | 'after_chain' | 'beginning';
 
 /**
  * The positions a [from, to) window of recorded times covers (FIRST_RECORDED_FROM), up to `upTo`: where it

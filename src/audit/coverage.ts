@@ -4,7 +4,7 @@ import { linksAt } from './chain-links.js';
 import { projectCheckpoints } from './stored-checkpoints.js';
 
 /** The checkpoint that vouches for an event: the first of its project whose count reaches the event's link. */
-export interface Coverage {
+interface Coverage {
   readonly sequence: number;
   readonly signedAt: string;
 }

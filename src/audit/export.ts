@@ -20,7 +20,7 @@ const BUNDLE_FORMAT = 'devcloud-audit-bundle/1';
 
 const PAGE = 10_000;
 
-export interface ExportOptions {
+interface ExportOptions {
   readonly projectId: string;
   /** ISO instants: the history recorded from `from` (inclusive) to `to` (exclusive). */
   readonly from?: string;

@@ -16,7 +16,7 @@ import { PageCursor } from './page-cursor.js';
 import { auditPublicKeys, signatureCheck, type AuditPublicKey } from './signing-keys.js';
 import { storedCheckpoints } from './stored-checkpoints.js';
 
-export interface VerifyOptions {
+interface VerifyOptions {
   readonly projectId?: string;
   /** ISO instants: the history recorded from `from` (inclusive) to `to` (exclusive). */
   readonly from?: string;
