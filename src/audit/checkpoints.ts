@@ -53,11 +53,7 @@ export async function signCheckpoints(deps: {
     const newest = await newestCheckpoint(deps.store, stream, row.mark === null ? 0n : BigInt(row.mark));
     const count = Number(row.sequence);
     if (newest && (newest.data as AuditCheckpoint).count >= count) {
-      await deps.pool.query(SAVE_MARK, [
-        row.project_id,
-        Number(newest.revision),
-        (newest.data as AuditCheckpoint).count,
-      ]);
+      await deps.pool.query(SAVE_MARK, [row.project_id, Number(newest.revision), (newest.data as AuditCheckpoint).count]);
       continue;
     }
     const terms = {
@@ -99,7 +95,7 @@ export async function signCheckpoints(deps: {
 }
 
 /** The newest checkpoint of a project's audit stream, read from the mark on. */
-async function newestCheckpoint(
+export async function newestCheckpoint(
   store: EventStore,
   stream: string,
   fromRevision: bigint,

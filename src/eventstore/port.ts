@@ -100,8 +100,6 @@ export interface SubscribeOptions {
    * `prepared`. Adapters that do not read ahead never call it.
    */
   readonly prepare?: (events: readonly RecordedEvent[]) => unknown;
-  /** With `eventTypes`: each event's data as the store keeps it too (ReadAllOptions.dataAsStored). */
-  readonly dataAsStored?: boolean;
 }
 
 export interface Subscription {

@@ -28,7 +28,7 @@ export async function catchUpProjector(
   const deadline = Date.now() + timeoutMs;
   const pages = pageReader(
     store,
-    { maxCount: batchSize, eventTypes: projector.eventTypes, dataAsStored: projector.dataAsStored },
+    { maxCount: batchSize, eventTypes: projector.eventTypes },
     { prepare: projector.prepare?.bind(projector) },
   );
   for (let pause = 5; ;) {

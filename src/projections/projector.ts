@@ -41,12 +41,6 @@ export interface Projector {
    */
   readonly rebuildRefused?: string;
   /**
-   * Set when the projector needs each event's data as the store keeps it (RecordedEvent.dataText): the audit
-   * chain commits to those bytes, which an event stored before its data was kept as json text (migration
-   * 0404: jsonb's rendering) does not give back through JSON.stringify.
-   */
-  readonly dataAsStored?: boolean;
-  /**
    * Set when the projector's live batches may commit without waiting for the WAL flush (the readings read
    * models, whose batches are the largest and most frequent). A crash of PostgreSQL or of its machine may
    * then undo the last fraction of a second of batches, each whole with its checkpoint, and the projector

@@ -92,7 +92,6 @@ async function projectWhileLeading(
       batchSize: options.batchSize,
       minReadIntervalMs: options.coalesceMs,
       prepare: projector.prepare?.bind(projector),
-      dataAsStored: projector.dataAsStored,
     });
     let position = expected;
     let restart = false;

@@ -30,7 +30,8 @@ export function auditCheckpointJob(deps: {
         signer,
         now: deps.now?.() ?? new Date(),
       });
-      if (signed.length > 0) logger.debug({ checkpoints: signed.length, keyId: signer.keyId }, 'audit chain heads signed');
+      if (signed.length > 0)
+        logger.debug({ checkpoints: signed.length, keyId: signer.keyId }, 'audit chain heads signed');
     },
   };
 }

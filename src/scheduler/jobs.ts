@@ -23,5 +23,10 @@ export interface JobDependencies {
  * a value stale when it is read.
  */
 export function scheduledJobs(deps: JobDependencies): ScheduledJob[] {
-  return [pairingDeadlinesJob(deps), commandExpiryJob(deps), ...retentionJobs(deps), auditCheckpointJob(deps)];
+  return [
+    pairingDeadlinesJob(deps),
+    commandExpiryJob(deps),
+    ...retentionJobs(deps),
+    auditCheckpointJob(deps),
+  ];
 }

@@ -33,12 +33,7 @@ describe('state and telemetry projections', () => {
    * events the store holds must still be deterministic: replay them through the rebuild machinery.
    */
   function replayFromScratch(projector: Projector, batchSize: number) {
-    return rebuildProjector(
-      db.pool,
-      store,
-      { ...projector, rebuildRefused: undefined },
-      { batchSize },
-    );
+    return rebuildProjector(db.pool, store, { ...projector, rebuildRefused: undefined }, { batchSize });
   }
   beforeEach(async () => {
     ({ db, store } = await openEventStore({ idlePollMs: 50 }));

@@ -18,25 +18,14 @@ export const CHAINED_EVENT_TYPES: readonly string[] = eventTypes(
   (d) => d.retention === 'forever' && !NOT_CHAINED.has(d.type),
 );
 
-/** The project an event's data names, if it names one. */
+const chained = new Set(CHAINED_EVENT_TYPES);
+
+export function isChained(eventType: string): boolean {
+  return chained.has(eventType);
+}
+
+/** The chain an event belongs to: its project's. Every chained type carries `projectId` in its data. */
 export function chainOf(data: unknown): string | undefined {
   const projectId = (data as { projectId?: unknown } | null)?.projectId;
   return typeof projectId === 'string' ? projectId : undefined;
-}
-
-/**
- * The chain an event belongs to: the project its data names, else its stream's. A device's lifecycle and
- * profile moves name no project; their stream's first event (the registration) does. Events come in global
- * order, so a stream's project is known before its events that name none. `streams` starts from what was
- * learnt before (the chain's projector keeps it in audit_chain_streams) and learns as events go by.
- */
-export class ChainAttribution {
-  constructor(readonly streams: Map<string, string> = new Map()) {}
-
-  chainOf(streamName: string, data: unknown): string | undefined {
-    const projectId = chainOf(data);
-    if (projectId === undefined) return this.streams.get(streamName);
-    if (this.streams.get(streamName) !== projectId) this.streams.set(streamName, projectId);
-    return projectId;
-  }
 }

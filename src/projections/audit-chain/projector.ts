@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { CHAINED_EVENT_TYPES, ChainAttribution } from '../../domain/audit/chained-events.js';
+import { CHAINED_EVENT_TYPES, chainOf } from '../../domain/audit/chained-events.js';
 import { eventDigest, genesisLink, nextLink } from '../../domain/audit/chain.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
 import { sha256Hex } from '../../infra/sha256.js';
@@ -9,10 +9,6 @@ import type { Projector } from '../projector.js';
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 
 const HEADS = `SELECT project_id, sequence, link FROM audit_chain_heads WHERE project_id = ANY ($1::text[])`;
-
-const STREAMS = `SELECT stream_name, project_id FROM audit_chain_streams WHERE stream_name = ANY ($1::text[])`;
-const INSERT_STREAMS = `
-  INSERT INTO audit_chain_streams (stream_name, project_id) SELECT * FROM unnest($1::text[], $2::text[])`;
 
 // A batch is applied with its checkpoint in one transaction, so a link is never written twice: a replayed
 // batch after a crash finds nothing of itself. ON CONFLICT would hide a second writer; there is none (the
@@ -39,39 +35,24 @@ export function auditChainProjector(): Projector {
     name: AUDIT_CHAIN_PROJECTOR,
     version: 1,
     eventTypes: CHAINED_EVENT_TYPES,
-    tables: ['audit_chain_links', 'audit_chain_heads', 'audit_chain_streams'],
+    tables: ['audit_chain_links', 'audit_chain_heads'],
     schemaSql,
-    dataAsStored: true,
     rebuildRefused:
       'the audit chain is the record of what the events were when they were chained; a replay from ' +
       "today's events would overwrite that evidence (docs/audit.md)",
     async apply(events, db) {
       if (events.length === 0) return;
-      const known = await loadStreams(db, events);
-      const attribution = new ChainAttribution(new Map(known));
-      const chained = events.map((event) => attribution.chainOf(event.streamName, event.data));
-      const heads = await loadHeads(db, chained);
+      const heads = await loadHeads(db, events);
       const links: Link[] = [];
-      events.forEach((event, i) => {
-        const projectId = chained[i];
-        if (projectId === undefined) return;
-        const head = heads.get(projectId) ?? {
-          sequence: 0,
-          link: genesisLink(sha256Hex, projectId),
-          position: '',
-        };
+      for (const event of events) {
+        const projectId = chainOf(event.data);
+        if (projectId === undefined) continue;
+        const head = heads.get(projectId) ?? { sequence: 0, link: genesisLink(sha256Hex, projectId), position: '' };
         const digest = eventDigest(sha256Hex, chainedFields(event));
         const link = nextLink(sha256Hex, head.link, digest);
         const next = { sequence: head.sequence + 1, link, position: event.position };
         heads.set(projectId, next);
         links.push({ ...next, projectId, digest, recordedAt: event.recordedAt.toISOString() });
-      });
-      const learnt = [...attribution.streams].filter(([stream]) => !known.has(stream));
-      if (learnt.length > 0) {
-        await db.query(INSERT_STREAMS, [
-          learnt.map(([stream]) => stream),
-          learnt.map(([, projectId]) => projectId),
-        ]);
       }
       if (links.length === 0) return;
       await db.query(INSERT_LINKS, [
@@ -116,20 +97,8 @@ interface Link extends Head {
   readonly recordedAt: string;
 }
 
-async function loadHeads(
-  db: PoolClient,
-  chained: readonly (string | undefined)[],
-): Promise<Map<string, Head>> {
-  const projects = [...new Set(chained.filter((p) => p !== undefined))];
+async function loadHeads(db: PoolClient, events: readonly RecordedEvent[]): Promise<Map<string, Head>> {
+  const projects = [...new Set(events.map((e) => chainOf(e.data)).filter((p) => p !== undefined))];
   const { rows } = await db.query<{ project_id: string; sequence: string; link: string }>(HEADS, [projects]);
-  return new Map(
-    rows.map((r) => [r.project_id, { sequence: Number(r.sequence), link: r.link, position: '' }]),
-  );
-}
-
-/** The projects already known of the batch's streams (ChainAttribution). */
-async function loadStreams(db: PoolClient, events: readonly RecordedEvent[]): Promise<Map<string, string>> {
-  const streams = [...new Set(events.map((e) => e.streamName))];
-  const { rows } = await db.query<{ stream_name: string; project_id: string }>(STREAMS, [streams]);
-  return new Map(rows.map((r) => [r.stream_name, r.project_id]));
+  return new Map(rows.map((r) => [r.project_id, { sequence: Number(r.sequence), link: r.link, position: '' }]));
 }

@@ -16,9 +16,3 @@ CREATE TABLE IF NOT EXISTS audit_chain_heads (
   link text NOT NULL,
   position text COLLATE "C" NOT NULL
 );
--- The project of each stream that holds chained events: a device's lifecycle and profile moves name no
--- project in their data, and are chained in their stream's (chained-events.ts, ChainAttribution).
-CREATE TABLE IF NOT EXISTS audit_chain_streams (
-  stream_name text PRIMARY KEY,
-  project_id text NOT NULL
-);
