@@ -100,6 +100,8 @@ export interface SubscribeOptions {
    * `prepared`. Adapters that do not read ahead never call it.
    */
   readonly prepare?: (events: readonly RecordedEvent[]) => unknown;
+  /** With `eventTypes`: each event's data also as the store keeps it (ReadAllOptions.dataAsStored). */
+  readonly dataAsStored?: boolean;
 }
 
 export interface Subscription {

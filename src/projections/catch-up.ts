@@ -28,7 +28,7 @@ export async function catchUpProjector(
   const deadline = Date.now() + timeoutMs;
   const pages = pageReader(
     store,
-    { maxCount: batchSize, eventTypes: projector.eventTypes },
+    { maxCount: batchSize, eventTypes: projector.eventTypes, dataAsStored: projector.dataAsStored },
     { prepare: projector.prepare?.bind(projector) },
   );
   for (let pause = 5; ;) {

@@ -33,6 +33,11 @@ export interface Projector {
    * Synchronous: it runs on the event loop while the batch before waits on PostgreSQL.
    */
   prepare?(events: readonly RecordedEvent[]): unknown;
+  /**
+   * Set when `apply` needs each event's data as the store keeps it (RecordedEvent.dataText, where the store
+   * keeps text): the audit chain commits to those bytes.
+   */
+  readonly dataAsStored?: boolean;
   apply(events: readonly RecordedEvent[], db: PoolClient, prepared?: unknown): Promise<void>;
   /**
    * Why a rebuild is refused, where it is: the read model holds history a replay cannot give back. Readings'

@@ -56,7 +56,7 @@ export async function replayPages(
   let applied = 0;
   const pages = pageReader(
     store,
-    { maxCount: batchSize, eventTypes: projector.eventTypes },
+    { maxCount: batchSize, eventTypes: projector.eventTypes, dataAsStored: projector.dataAsStored },
     { prepare: projector.prepare?.bind(projector) },
   );
   for (;;) {

@@ -92,6 +92,7 @@ async function projectWhileLeading(
       batchSize: options.batchSize,
       minReadIntervalMs: options.coalesceMs,
       prepare: projector.prepare?.bind(projector),
+      dataAsStored: projector.dataAsStored,
     });
     let position = expected;
     let restart = false;

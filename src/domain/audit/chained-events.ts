@@ -24,8 +24,28 @@ export function isChained(eventType: string): boolean {
   return chained.has(eventType);
 }
 
-/** The chain an event belongs to: its project's. Every chained type carries `projectId` in its data. */
-export function chainOf(data: unknown): string | undefined {
-  const projectId = (data as { projectId?: unknown } | null)?.projectId;
-  return typeof projectId === 'string' ? projectId : undefined;
+/**
+ * The chain an event belongs to: its project's. Most chained types carry `projectId` in their data. A
+ * device's lifecycle and profile moves carry only `deviceId`: they belong to the project the device was
+ * registered in, which its `DeviceRegistered` (earlier in the same stream, so earlier in the global order)
+ * names. `deviceProject` answers that from what the caller learned (learnDevice) of the events before.
+ * Undefined: the event names no project and no registered device, so it belongs to no chain.
+ */
+export function chainOf(
+  data: unknown,
+  deviceProject: (deviceId: string) => string | undefined = () => undefined,
+): string | undefined {
+  const fields = data as { projectId?: unknown; deviceId?: unknown } | null;
+  if (typeof fields?.projectId === 'string') return fields.projectId;
+  return typeof fields?.deviceId === 'string' ? deviceProject(fields.deviceId) : undefined;
+}
+
+/** The device and project an event registers, for chainOf's `deviceProject` of the events after it. */
+export function learnDevice(
+  type: string,
+  data: unknown,
+): { readonly deviceId: string; readonly projectId: string } | undefined {
+  if (type !== 'DeviceRegistered') return undefined;
+  const { deviceId, projectId } = data as { deviceId?: unknown; projectId?: unknown };
+  return typeof deviceId === 'string' && typeof projectId === 'string' ? { deviceId, projectId } : undefined;
 }

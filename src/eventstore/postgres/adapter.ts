@@ -237,7 +237,10 @@ export class PostgresEventStore implements EventStore {
         )
       : await this.query<EventRow & { is_head: boolean }>(READ_ALL, parameters);
     const head = rows.at(-1)?.is_head ? rows.pop() : undefined;
-    const events = options.dataAsStored && options.eventTypes ? rows.map(toRecordedEventAsStored) : rows.map(toRecordedEvent);
+    const events =
+      options.dataAsStored && options.eventTypes
+        ? rows.map(toRecordedEventAsStored)
+        : rows.map(toRecordedEvent);
     const atEnd = events.length < options.maxCount;
     let lastPosition = events.at(-1)?.position;
     if (atEnd && head) {
@@ -251,7 +254,8 @@ export class PostgresEventStore implements EventStore {
   subscribeToAll(options: SubscribeOptions): Subscription {
     const onAppend = (wake: (notice: AppendNotice) => void) => this.onAppend(wake);
     const shared = this.shared;
-    if (!shared?.covers(options.eventTypes)) {
+    // The shared pages hold parsed data only.
+    if (!shared?.covers(options.eventTypes) || options.dataAsStored) {
       return subscribeByPolling(this, options, onAppend, this.idlePollMs());
     }
     const subscription = subscribeByPolling(shared, options, onAppend, this.idlePollMs());

@@ -75,7 +75,7 @@ export function subscribeByPolling(
       // A notification counts only if it came after the read that could have missed its events began.
       const pages = pageReader(
         store,
-        { maxCount: batchSize, eventTypes: options.eventTypes },
+        { maxCount: batchSize, eventTypes: options.eventTypes, dataAsStored: options.dataAsStored },
         {
           onStoreRead: () => {
             woken = false;

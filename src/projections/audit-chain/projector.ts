@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { CHAINED_EVENT_TYPES, chainOf } from '../../domain/audit/chained-events.js';
+import { CHAINED_EVENT_TYPES, chainOf, learnDevice } from '../../domain/audit/chained-events.js';
 import { eventDigest, genesisLink, nextLink } from '../../domain/audit/chain.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
 import { sha256Hex } from '../../infra/sha256.js';
@@ -9,6 +9,12 @@ import type { Projector } from '../projector.js';
 const schemaSql = readFileSync(new URL('./schema.sql', import.meta.url), 'utf8');
 
 const HEADS = `SELECT project_id, sequence, link FROM audit_chain_heads WHERE project_id = ANY ($1::text[])`;
+
+const DEVICE_PROJECTS = `SELECT device_id, project_id FROM audit_chain_devices WHERE device_id = ANY ($1::text[])`;
+
+const INSERT_DEVICES = `
+  INSERT INTO audit_chain_devices (device_id, project_id)
+  SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT (device_id) DO NOTHING`;
 
 // A batch is applied with its checkpoint in one transaction, so a link is never written twice: a replayed
 // batch after a crash finds nothing of itself. ON CONFLICT would hide a second writer; there is none (the
@@ -35,25 +41,49 @@ export function auditChainProjector(): Projector {
     name: AUDIT_CHAIN_PROJECTOR,
     version: 1,
     eventTypes: CHAINED_EVENT_TYPES,
-    tables: ['audit_chain_links', 'audit_chain_heads'],
+    tables: ['audit_chain_links', 'audit_chain_heads', 'audit_chain_devices'],
     schemaSql,
     rebuildRefused:
       'the audit chain is the record of what the events were when they were chained; a replay from ' +
       "today's events would overwrite that evidence (docs/audit.md)",
+    // On PostgreSQL the data is chained as the store keeps it (events from before the store kept json text
+    // are held in jsonb's spelling, not JSON.stringify's); KurrentDB hands back parsed data only.
+    dataAsStored: true,
     async apply(events, db) {
       if (events.length === 0) return;
-      const heads = await loadHeads(db, events);
+      const devices = await loadDeviceProjects(db, events);
+      const registered = new Map<string, string>();
+      const projectOf = (event: RecordedEvent) => {
+        const projectId = chainOf(event.data, (deviceId) => devices.get(deviceId));
+        const learned = learnDevice(event.type, event.data);
+        if (learned && !devices.has(learned.deviceId)) {
+          devices.set(learned.deviceId, learned.projectId);
+          registered.set(learned.deviceId, learned.projectId);
+        }
+        return projectId;
+      };
+      const chained = events.map((event) => ({ event, projectId: projectOf(event) }));
+      const heads = await loadHeads(
+        db,
+        chained.map((c) => c.projectId),
+      );
       const links: Link[] = [];
-      for (const event of events) {
-        const projectId = chainOf(event.data);
+      for (const { event, projectId } of chained) {
+        // Neither a project nor a registered device named: the event belongs to no project's chain.
         if (projectId === undefined) continue;
-        const head = heads.get(projectId) ?? { sequence: 0, link: genesisLink(sha256Hex, projectId), position: '' };
+        const head = heads.get(projectId) ?? {
+          sequence: 0,
+          link: genesisLink(sha256Hex, projectId),
+          position: '',
+        };
         const digest = eventDigest(sha256Hex, chainedFields(event));
         const link = nextLink(sha256Hex, head.link, digest);
         const next = { sequence: head.sequence + 1, link, position: event.position };
         heads.set(projectId, next);
         links.push({ ...next, projectId, digest, recordedAt: event.recordedAt.toISOString() });
       }
+      if (registered.size > 0)
+        await db.query(INSERT_DEVICES, [[...registered.keys()], [...registered.values()]]);
       if (links.length === 0) return;
       await db.query(INSERT_LINKS, [
         links.map((l) => l.position),
@@ -97,8 +127,29 @@ interface Link extends Head {
   readonly recordedAt: string;
 }
 
-async function loadHeads(db: PoolClient, events: readonly RecordedEvent[]): Promise<Map<string, Head>> {
-  const projects = [...new Set(events.map((e) => chainOf(e.data)).filter((p) => p !== undefined))];
+async function loadHeads(
+  db: PoolClient,
+  projectIds: readonly (string | undefined)[],
+): Promise<Map<string, Head>> {
+  const projects = [...new Set(projectIds.filter((p) => p !== undefined))];
+  if (projects.length === 0) return new Map();
   const { rows } = await db.query<{ project_id: string; sequence: string; link: string }>(HEADS, [projects]);
-  return new Map(rows.map((r) => [r.project_id, { sequence: Number(r.sequence), link: r.link, position: '' }]));
+  return new Map(
+    rows.map((r) => [r.project_id, { sequence: Number(r.sequence), link: r.link, position: '' }]),
+  );
+}
+
+/** The projects of the devices that events of the batch name without naming a project. */
+async function loadDeviceProjects(
+  db: PoolClient,
+  events: readonly RecordedEvent[],
+): Promise<Map<string, string>> {
+  const named = new Set<string>();
+  for (const event of events) {
+    const data = event.data as { projectId?: unknown; deviceId?: unknown } | null;
+    if (typeof data?.projectId !== 'string' && typeof data?.deviceId === 'string') named.add(data.deviceId);
+  }
+  if (named.size === 0) return new Map();
+  const { rows } = await db.query<{ device_id: string; project_id: string }>(DEVICE_PROJECTS, [[...named]]);
+  return new Map(rows.map((r) => [r.device_id, r.project_id]));
 }

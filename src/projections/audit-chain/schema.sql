@@ -16,3 +16,9 @@ CREATE TABLE IF NOT EXISTS audit_chain_heads (
   link text NOT NULL,
   position text COLLATE "C" NOT NULL
 );
+-- The project of each registered device: a device's lifecycle and profile moves name only the device, and
+-- belong to the chain of the project its registration named (domain/audit/chained-events.ts, chainOf).
+CREATE TABLE IF NOT EXISTS audit_chain_devices (
+  device_id text PRIMARY KEY,
+  project_id text NOT NULL
+);
