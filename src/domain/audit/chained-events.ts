@@ -25,27 +25,41 @@ export function isChained(eventType: string): boolean {
 }
 
 /**
- * The chain an event belongs to: its project's. Most chained types carry `projectId` in their data. A
- * device's lifecycle and profile moves carry only `deviceId`: they belong to the project the device was
- * registered in, which its `DeviceRegistered` (earlier in the same stream, so earlier in the global order)
- * names. `deviceProject` answers that from what the caller learned (learnDevice) of the events before.
- * Undefined: the event names no project and no registered device, so it belongs to no chain.
+ * Which project's chain each event belongs to, for a reader going through the chained events in global
+ * order. Most chained types carry `projectId` in their data. A device's lifecycle and profile moves carry
+ * only `deviceId`: they belong to the project the device was registered in, which its `DeviceRegistered`
+ * (earlier in the same stream, so earlier in the global order) names; the membership learns that from the
+ * registrations it is shown, and starts from `known` (device id, project id) for those registered before
+ * the first event it is shown. An event that names no project and no known device belongs to no chain.
  */
-export function chainOf(
-  data: unknown,
-  deviceProject: (deviceId: string) => string | undefined = () => undefined,
-): string | undefined {
-  const fields = data as { projectId?: unknown; deviceId?: unknown } | null;
-  if (typeof fields?.projectId === 'string') return fields.projectId;
-  return typeof fields?.deviceId === 'string' ? deviceProject(fields.deviceId) : undefined;
+export class ChainMembership {
+  private readonly devices: Map<string, string>;
+  /** The devices registered among the events shown so far, with their projects. */
+  readonly registered = new Map<string, string>();
+
+  constructor(known: Iterable<readonly [deviceId: string, projectId: string]> = []) {
+    this.devices = new Map(known);
+  }
+
+  /** The project whose chain the event belongs to, or undefined for none. */
+  projectOf(type: string, data: unknown): string | undefined {
+    const fields = data as { projectId?: unknown; deviceId?: unknown } | null;
+    const deviceId = typeof fields?.deviceId === 'string' ? fields.deviceId : undefined;
+    if (typeof fields?.projectId === 'string') {
+      if (type === 'DeviceRegistered' && deviceId !== undefined && !this.devices.has(deviceId)) {
+        this.devices.set(deviceId, fields.projectId);
+        this.registered.set(deviceId, fields.projectId);
+      }
+      return fields.projectId;
+    }
+    return deviceId === undefined ? undefined : this.devices.get(deviceId);
+  }
 }
 
-/** The device and project an event registers, for chainOf's `deviceProject` of the events after it. */
-export function learnDevice(
-  type: string,
-  data: unknown,
-): { readonly deviceId: string; readonly projectId: string } | undefined {
-  if (type !== 'DeviceRegistered') return undefined;
-  const { deviceId, projectId } = data as { deviceId?: unknown; projectId?: unknown };
-  return typeof deviceId === 'string' && typeof projectId === 'string' ? { deviceId, projectId } : undefined;
+/** The device an event names without naming its project: its project comes from the device's registration. */
+export function deviceWithoutProject(data: unknown): string | undefined {
+  const fields = data as { projectId?: unknown; deviceId?: unknown } | null;
+  return typeof fields?.projectId !== 'string' && typeof fields?.deviceId === 'string'
+    ? fields.deviceId
+    : undefined;
 }

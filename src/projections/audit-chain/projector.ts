@@ -1,5 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { CHAINED_EVENT_TYPES, chainOf, learnDevice } from '../../domain/audit/chained-events.js';
+import {
+  CHAINED_EVENT_TYPES,
+  ChainMembership,
+  deviceWithoutProject,
+} from '../../domain/audit/chained-events.js';
 import { eventDigest, genesisLink, nextLink } from '../../domain/audit/chain.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
 import { sha256Hex } from '../../infra/sha256.js';
@@ -51,18 +55,11 @@ export function auditChainProjector(): Projector {
     dataAsStored: true,
     async apply(events, db) {
       if (events.length === 0) return;
-      const devices = await loadDeviceProjects(db, events);
-      const registered = new Map<string, string>();
-      const projectOf = (event: RecordedEvent) => {
-        const projectId = chainOf(event.data, (deviceId) => devices.get(deviceId));
-        const learned = learnDevice(event.type, event.data);
-        if (learned && !devices.has(learned.deviceId)) {
-          devices.set(learned.deviceId, learned.projectId);
-          registered.set(learned.deviceId, learned.projectId);
-        }
-        return projectId;
-      };
-      const chained = events.map((event) => ({ event, projectId: projectOf(event) }));
+      const membership = new ChainMembership(await loadDeviceProjects(db, events));
+      const chained = events.map((event) => ({
+        event,
+        projectId: membership.projectOf(event.type, event.data),
+      }));
       const heads = await loadHeads(
         db,
         chained.map((c) => c.projectId),
@@ -82,6 +79,7 @@ export function auditChainProjector(): Projector {
         heads.set(projectId, next);
         links.push({ ...next, projectId, digest, recordedAt: event.recordedAt.toISOString() });
       }
+      const { registered } = membership;
       if (registered.size > 0)
         await db.query(INSERT_DEVICES, [[...registered.keys()], [...registered.values()]]);
       if (links.length === 0) return;
@@ -143,13 +141,9 @@ async function loadHeads(
 async function loadDeviceProjects(
   db: PoolClient,
   events: readonly RecordedEvent[],
-): Promise<Map<string, string>> {
-  const named = new Set<string>();
-  for (const event of events) {
-    const data = event.data as { projectId?: unknown; deviceId?: unknown } | null;
-    if (typeof data?.projectId !== 'string' && typeof data?.deviceId === 'string') named.add(data.deviceId);
-  }
-  if (named.size === 0) return new Map();
+): Promise<[string, string][]> {
+  const named = new Set(events.map((e) => deviceWithoutProject(e.data)).filter((d) => d !== undefined));
+  if (named.size === 0) return [];
   const { rows } = await db.query<{ device_id: string; project_id: string }>(DEVICE_PROJECTS, [[...named]]);
-  return new Map(rows.map((r) => [r.device_id, r.project_id]));
+  return rows.map((r) => [r.device_id, r.project_id]);
 }
