@@ -171,10 +171,10 @@ export async function chainLengthUpTo(pool: Pool, projectId: string, upTo: strin
   return rows[0]?.sequence ?? 0;
 }
 
-/** The project of each stream with chained events, as the chain's projector learnt them (ChainAttribution). */
-export async function streamProjects(pool: Pool): Promise<Map<string, string>> {
-  const { rows } = await pool.query<{ stream_name: string; project_id: string }>(
-    'SELECT stream_name, project_id FROM audit_chain_streams',
+/** The project of each registered device, as the chain's projector learnt them (ChainMembership). */
+export async function deviceProjects(pool: Pool): Promise<Map<string, string>> {
+  const { rows } = await pool.query<{ device_id: string; project_id: string }>(
+    'SELECT device_id, project_id FROM audit_chain_devices',
   );
-  return new Map(rows.map((r) => [r.stream_name, r.project_id]));
+  return new Map(rows.map((r) => [r.device_id, r.project_id]));
 }

@@ -53,7 +53,11 @@ export async function signCheckpoints(deps: {
     const newest = await newestCheckpoint(deps.store, stream, row.mark === null ? 0n : BigInt(row.mark));
     const count = Number(row.sequence);
     if (newest && (newest.data as AuditCheckpoint).count >= count) {
-      await deps.pool.query(SAVE_MARK, [row.project_id, Number(newest.revision), (newest.data as AuditCheckpoint).count]);
+      await deps.pool.query(SAVE_MARK, [
+        row.project_id,
+        Number(newest.revision),
+        (newest.data as AuditCheckpoint).count,
+      ]);
       continue;
     }
     const terms = {

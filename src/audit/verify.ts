@@ -1,4 +1,4 @@
-import { ChainAttribution } from '../domain/audit/chained-events.js';
+import { ChainMembership } from '../domain/audit/chained-events.js';
 import {
   HistoryVerification,
   type ChainSeed,
@@ -10,7 +10,7 @@ import type { EventStore, ReadAllOptions } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { sha256Hex } from '../infra/sha256.js';
 import { chainedFields } from '../projections/audit-chain/projector.js';
-import { chainFrontier, chainSeedsBefore, linkPages, recordedWindow, streamProjects } from './chain-links.js';
+import { chainFrontier, chainSeedsBefore, linkPages, recordedWindow, deviceProjects } from './chain-links.js';
 import { chainedEventPages } from './chained-event-pages.js';
 import { PageCursor } from './page-cursor.js';
 import { auditPublicKeys, signatureCheck, type AuditPublicKey } from './signing-keys.js';
@@ -37,7 +37,7 @@ interface EventRange {
   readonly upTo: string | undefined;
   readonly frontier: string | undefined;
   readonly to: string | undefined;
-  readonly attribution: ChainAttribution;
+  readonly membership: ChainMembership;
 }
 
 /**
@@ -56,11 +56,11 @@ export async function verifyStoredHistory(
   const checkpoints = await storedCheckpoints(store, projectId);
   let seeds = new Map<string, ChainSeed>();
   let links = new PageCursor<StoredLink>(async () => undefined);
-  // A window that starts late needs the streams' projects learnt before it (ChainAttribution).
-  const streams =
-    options.from !== undefined && frontier !== undefined ? await streamProjects(pool) : undefined;
-  const attribution = new ChainAttribution(streams);
-  let range: EventRange = { start: {}, upTo: undefined, frontier, to: options.to, attribution };
+  // A window that starts late needs the devices registered before it (ChainMembership).
+  const devices =
+    options.from !== undefined && frontier !== undefined ? await deviceProjects(pool) : undefined;
+  const membership = new ChainMembership(devices);
+  let range: EventRange = { start: {}, upTo: undefined, frontier, to: options.to, membership };
   if (frontier !== undefined) {
     const window = await recordedWindow(pool, options, { upTo: frontier, projectId });
     const { start } = window;
@@ -138,7 +138,7 @@ function eventPages(
       // The fields the chain's projector chained (chainedFields), so both commit to the same bytes.
       observed.push({
         ...chainedFields(event),
-        projectId: range.attribution.chainOf(event.streamName, event.data) ?? '',
+        projectId: range.membership.projectOf(event.type, event.data) ?? '',
       });
     }
     return observed;

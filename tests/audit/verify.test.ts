@@ -67,7 +67,7 @@ describe('devcloud audit verify: tampered history on the PostgreSQL store', func
               (SELECT count(*) FROM audit_chain_links) AS links`,
       [CHAINED_EVENT_TYPES],
     );
-    // A device's lifecycle and profile moves name no project: they are chained in their stream's.
+    // A device's lifecycle and profile moves name no project: they are chained in its registration's.
     expect(events.map((e) => e.type)).to.include.members(['DeviceProfileVerified', 'DeviceLifecycleChanged']);
     expect(Number(rows[0]!.links)).to.equal(Number(rows[0]!.chained));
     const run = await verify('--json');
