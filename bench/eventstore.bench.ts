@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import { auditProjector } from '../src/projections/audit/projector.js';
 import { rebuildProjector } from '../src/projections/rebuild.js';
-import { benchDatabase, machine, rate, report, samplePayload } from './support.js';
+import { benchDatabase, inBatches, machine, rate, report, samplePayload } from './support.js';
 
 /**
  * Event-store and projection figures on the Postgres adapter: single-event appends, batched appends (which
@@ -42,20 +42,16 @@ export async function eventStoreBenchmarks(): Promise<void> {
 
     // Batched: 1,000 events per append, 4 concurrent writers, TOTAL events in all.
     started = process.hrtime.bigint();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: WRITERS }, async () => {
-        while (next < TOTAL) {
-          const from = next;
-          next += BATCH;
-          const events = Array.from({ length: Math.min(BATCH, TOTAL - from) }, (_, i) => ({
-            id: randomUUID(),
-            type: TYPE,
-            data: samplePayload(from + i),
-          }));
-          await store.append(`batch-${from / BATCH}`, events, 'no_stream');
-        }
-      }),
+    await inBatches(TOTAL, BATCH, WRITERS, (from, count) =>
+      store.append(
+        `batch-${from / BATCH}`,
+        Array.from({ length: count }, (_, i) => ({
+          id: randomUUID(),
+          type: TYPE,
+          data: samplePayload(from + i),
+        })),
+        'no_stream',
+      ),
     );
     report({
       figure: 'eventstore.append.batched',

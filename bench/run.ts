@@ -2,14 +2,14 @@
  * `npm run bench`: every benchmark, one JSON line per figure on stdout. BENCH_ONLY=name[,name] runs some
  * groups: eventstore, telemetry, retention (telemetry partitions dropped vs rows deleted), components (each ingest component alone), e2e (end-to-end ingest),
  * ingest (components then e2e, so the end-to-end figures can give their share of each ceiling), live,
- * scaleout (the multi-process topology with 1 and 2 brokers and projector processes), audit (the audit chain's
- * projector over a history it has not chained yet, and its verification); audit-append (the chain computed
- * inside the append, the alternative docs/audit.md measured) runs only when named.
+ * scaleout (the multi-process topology with 1 and 2 brokers and projector processes), audit (the audit chain:
+ * chaining and verifying BENCH_AUDIT_EVENTS control events); audit-append (the chain computed inside the
+ * append, the alternative docs/audit.md measured) runs only when named.
  * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
  * `npm run bench:compare -- FILE...` prints median and spread over several runs' output.
  */
 import { auditAppendBenchmarks } from './audit-append.bench.js';
-import { auditChainBenchmarks } from './audit-chain.bench.js';
+import { auditBenchmarks } from './audit.bench.js';
 import { componentBenchmarks } from './components.bench.js';
 import { commandBenchmarks } from './commands.bench.js';
 import { eventStoreBenchmarks } from './eventstore.bench.js';
@@ -33,7 +33,7 @@ const groups: [name: string, aliases: string[], run: () => Promise<void>, named?
   ['live', [], liveBenchmarks],
   ['roundtrip', [], roundTripBenchmarks],
   ['scaleout', [], scaleOutBenchmarks],
-  ['audit', [], auditChainBenchmarks],
+  ['audit', [], auditBenchmarks],
   ['audit-append', [], auditAppendBenchmarks, 'named'],
 ];
 

@@ -162,3 +162,25 @@ export function benchWorker(script: string, workerData: unknown): Worker {
   const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); })`;
   return new Worker(bootstrap, { eval: true, workerData });
 }
+
+/**
+ * `total` items written in batches of `batch` by `writers` concurrent writers: `write(from, count)` writes
+ * items from..from+count-1.
+ */
+export async function inBatches(
+  total: number,
+  batch: number,
+  writers: number,
+  write: (from: number, count: number) => Promise<unknown>,
+): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: writers }, async () => {
+      while (next < total) {
+        const from = next;
+        next += batch;
+        await write(from, Math.min(batch, total - from));
+      }
+    }),
+  );
+}

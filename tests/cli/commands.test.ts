@@ -37,8 +37,12 @@ const EXPECTED: Record<string, string[]> = {
     '--ack-delay-ms',
     '--json',
   ],
-  'audit grants': ['--project', '--device', '--from', '--to', '--as-of', '--json'],
-  'audit commands': ['--project', '--device', '--from', '--to', '--json'],
+  'audit grants': ['--project', '--device', '--from', '--to', '--as-of', '--checkpoints', '--json'],
+  'audit commands': ['--project', '--device', '--from', '--to', '--checkpoints', '--json'],
+  'audit verify': ['--project', '--from', '--to', '--trusted-keys', '--json'],
+  'audit export': ['--project', '--from', '--to', '--out', '--json'],
+  'audit head': ['--project', '--json'],
+  'audit keys': ['--out', '--json'],
 };
 
 /** Every option some command takes. */

@@ -1,10 +1,17 @@
 import { commandHistory } from '../../audit/commands.js';
+import { checkpointsCovering } from '../../audit/coverage.js';
 import { grantHistory, grantsInForce } from '../../audit/grants.js';
 import type { AuditFilter } from '../../audit/history.js';
+import { readKeyFile } from '../../audit/key-file.js';
+import type { AuditPublicKey } from '../../audit/signing-keys.js';
+import { verifyStoredHistory } from '../../audit/verify.js';
 import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
-import { withCliContext } from '../context.js';
+import { withCliContext, type CliContext } from '../context.js';
+import { instant } from '../instant.js';
 import { CliError, type Output } from '../output.js';
 import { formatTable } from '../table.js';
+import { progressOnStderr, reportVerification } from '../verification-report.js';
+import { auditChainCommands } from './audit-chain.js';
 
 const FILTERS = {
   project: { type: 'string', value: 'ID', help: "only this project's devices" },
@@ -13,12 +20,27 @@ const FILTERS = {
   to: { type: 'string', value: 'T', help: 'before this ISO 8601 instant' },
 } as const;
 
+const CHECKPOINTS = {
+  checkpoints: {
+    type: 'boolean',
+    help: 'beside each row, the first checkpoint that signs it (sequence, signedAt), or unsigned',
+  },
+} as const;
+
 interface AuditCliOptions {
   readonly project?: string;
   readonly device?: string;
   readonly from?: string;
   readonly to?: string;
   readonly 'as-of'?: string;
+  readonly checkpoints?: boolean;
+}
+
+interface VerifyCliOptions {
+  readonly project?: string;
+  readonly from?: string;
+  readonly to?: string;
+  readonly 'trusted-keys'?: string;
 }
 
 /**
@@ -40,6 +62,7 @@ export const auditCommands: CommandGroup = {
           value: 'T',
           help: 'the grants in force at this instant (not with --from, --to)',
         },
+        ...CHECKPOINTS,
         ...JSON_OUTPUT,
       },
       run: ({ out, values }) => audit(out, 'grants', values),
@@ -48,27 +71,75 @@ export const auditCommands: CommandGroup = {
       name: 'commands',
       summary: 'replay command steps from the event store',
       details: 'A table, or one JSON object per row with --json.',
-      options: { ...FILTERS, ...JSON_OUTPUT },
+      options: { ...FILTERS, ...CHECKPOINTS, ...JSON_OUTPUT },
       run: ({ out, values }) => audit(out, 'commands', values),
     }),
+    defineCommand({
+      name: 'verify',
+      summary: 'recompute the audit chains from the event store and check every signed checkpoint',
+      details:
+        'Names the first position where the history differs (changed, removed, inserted, reordered) and exits ' +
+        'non-zero. Progress on stderr on long runs; one JSON line with --json. --from/--to select by ' +
+        'recording time. --trusted-keys FILE (from `audit keys export`) trusts only those keys.',
+      options: {
+        project: { type: 'string', value: 'ID', help: "only this project's chain" },
+        from: FILTERS.from,
+        to: FILTERS.to,
+        'trusted-keys': { type: 'string', value: 'FILE', help: 'trust only the audit keys in FILE' },
+        ...JSON_OUTPUT,
+      },
+      run: ({ out, values }) => auditVerify(out, values),
+    }),
+    ...auditChainCommands,
   ],
 };
+
+/** The history in the database verified: the chains recomputed from the store (src/audit/verify.ts). */
+async function auditVerify(out: Output, options: VerifyCliOptions): Promise<void> {
+  const trustedKeys =
+    options['trusted-keys'] === undefined ? undefined : await keyFile(options['trusted-keys']);
+  reportVerification(out, await verifyDatabase(options, trustedKeys));
+}
+
+async function verifyDatabase(options: VerifyCliOptions, trustedKeys: AuditPublicKey[] | undefined) {
+  const from = instant('audit verify', '--from', options.from);
+  const to = instant('audit verify', '--to', options.to);
+  return withCliContext(({ store, database }) =>
+    verifyStoredHistory(
+      { store, pool: database.pool },
+      { projectId: options.project, from, to, trustedKeys, onProgress: progressOnStderr },
+    ),
+  );
+}
+
+async function keyFile(path: string) {
+  try {
+    return await readKeyFile(path);
+  } catch (error) {
+    throw new CliError(`audit verify: --trusted-keys ${(error as Error).message}`);
+  }
+}
 
 async function audit(out: Output, sub: 'grants' | 'commands', options: AuditCliOptions): Promise<void> {
   const filter: AuditFilter = {
     projectId: options.project,
     deviceId: options.device,
-    from: instant('--from', options.from),
-    to: instant('--to', options.to),
+    from: instant('audit', '--from', options.from),
+    to: instant('audit', '--to', options.to),
   };
-  const asOf = instant('--as-of', options['as-of']);
+  const asOf = instant('audit', '--as-of', options['as-of']);
   if (asOf !== undefined && (filter.from !== undefined || filter.to !== undefined)) {
     throw new CliError('audit grants: --as-of cannot be combined with --from or --to');
   }
-  await withCliContext(async ({ store }) => {
+  await withCliContext(async (context) => {
+    const { store } = context;
+    const print = async <Row extends { position: string }>(
+      rows: readonly Row[],
+      columns: readonly (keyof Row & string)[],
+    ) => (options.checkpoints ? printCovered(context, out, rows, columns) : printRows(out, rows, columns));
     if (sub === 'commands') {
       const rows = await commandHistory(store, filter);
-      print(out, rows, [
+      await print(rows, [
         'position',
         'at',
         'commandId',
@@ -83,15 +154,34 @@ async function audit(out: Output, sub: 'grants' | 'commands', options: AuditCliO
       ]);
     } else if (asOf !== undefined) {
       const rows = await grantsInForce(store, asOf, filter);
-      print(out, rows, ['position', 'deviceId', 'capability', 'grantedAt', 'by', 'deviceStatus', 'profile']);
+      await print(rows, ['position', 'deviceId', 'capability', 'grantedAt', 'by', 'deviceStatus', 'profile']);
     } else {
       const rows = await grantHistory(store, filter);
-      print(out, rows, ['position', 'at', 'deviceId', 'capability', 'change', 'by']);
+      await print(rows, ['position', 'at', 'deviceId', 'capability', 'change', 'by']);
     }
   });
 }
 
-function print<Row extends object>(
+/** The rows with the checkpoint that signs each (checkpointsCovering), as a last column. */
+async function printCovered<Row extends { position: string }>(
+  context: CliContext,
+  out: Output,
+  rows: readonly Row[],
+  columns: readonly (keyof Row & string)[],
+): Promise<void> {
+  const covering = await checkpointsCovering(
+    { store: context.store, pool: context.database.pool },
+    rows.map((r) => r.position),
+  );
+  const covered = rows.map((row) => {
+    const c = covering.get(row.position);
+    const checkpoint = c ? (out.json ? c : `#${c.sequence} ${c.signedAt}`) : 'unsigned';
+    return { ...row, checkpoint };
+  });
+  printRows(out, covered, [...columns, 'checkpoint']);
+}
+
+function printRows<Row extends object>(
   out: Output,
   rows: readonly Row[],
   columns: readonly (keyof Row & string)[],
@@ -110,12 +200,4 @@ function print<Row extends object>(
       rows.map((row) => columns.map((c) => String(row[c]))),
     ) + '\n',
   );
-}
-
-/** An ISO 8601 instant with a zone, normalised so instants compare as strings. */
-function instant(name: string, raw: string | undefined): string | undefined {
-  if (raw === undefined) return undefined;
-  const ms = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:?\d{2}))?$/.test(raw) ? Date.parse(raw) : Number.NaN;
-  if (!Number.isFinite(ms)) throw new CliError(`audit: ${name} must be an ISO 8601 instant, got ${raw}`);
-  return new Date(ms).toISOString();
 }

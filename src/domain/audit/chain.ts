@@ -52,7 +52,11 @@ function field(text: string): string {
   return `${utf8Length(text)}:${text}`;
 }
 
+// Most fields are ASCII, whose byte length is their length: one native scan instead of a loop per character.
+const NON_ASCII = /[\u0080-\uffff]/;
+
 function utf8Length(text: string): number {
+  if (!NON_ASCII.test(text)) return text.length;
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const unit = text.charCodeAt(i);

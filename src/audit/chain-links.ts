@@ -1,0 +1,180 @@
+import type { ChainSeed, StoredLink } from '../domain/audit/verification.js';
+import type { Pool } from '../infra/postgres/pool.js';
+import { AUDIT_CHAIN_PROJECTOR } from '../projections/audit-chain/projector.js';
+import { readCheckpoint } from '../projections/checkpoints.js';
+
+/**
+ * The stored audit chain (projections/audit-chain) as verification and export read it. Positions are
+ * compared in SQL as the column sorts them (COLLATE "C", byte by byte), which is the store's global order.
+ * `$3` (a project, or NULL for all) narrows every statement to one chain.
+ */
+const PROJECT = `($3::text IS NULL OR project_id = $3)`;
+
+// sequence as float8: pg hands a float8 back as a number, a bigint as a string to convert.
+const LINK_COLUMNS = `position, project_id, sequence::float8 AS sequence, digest, link`;
+
+const linksPage = (lower: '>' | '>=') => `
+  SELECT ${LINK_COLUMNS} FROM audit_chain_links
+   WHERE position ${lower} $1 AND position <= $2 AND ${PROJECT}
+   ORDER BY position LIMIT $4`;
+const LINKS_FROM = linksPage('>=');
+const LINKS_AFTER = linksPage('>');
+
+/**
+ * A window by recorded time, in the global order: from the first link recorded at or after `from` to the
+ * last recorded before `to` (both up to $2). Recording times follow the global order only nearly (a
+ * transaction that began first may record later): the window is these positions and all between them.
+ */
+const FIRST_RECORDED_FROM = `
+  SELECT position FROM audit_chain_links WHERE recorded_at >= $1 AND position <= $2 AND ${PROJECT}
+   ORDER BY position LIMIT 1`;
+const LAST_RECORDED_BEFORE = `
+  SELECT position FROM audit_chain_links WHERE recorded_at < $1 AND position <= $2 AND ${PROJECT}
+   ORDER BY position DESC LIMIT 1`;
+
+/** Each chain's last link before position $1 (and up to $2): where verification of a window takes it up. */
+const LAST_BEFORE = `
+  SELECT DISTINCT ON (project_id) ${LINK_COLUMNS} FROM audit_chain_links
+   WHERE position < $1 AND position <= $2 AND ${PROJECT}
+   ORDER BY project_id, sequence DESC`;
+
+const PROJECT_LINKS = `
+  SELECT ${LINK_COLUMNS} FROM audit_chain_links
+   WHERE project_id = $3 AND sequence > $1 AND sequence <= $2
+   ORDER BY sequence LIMIT $4`;
+
+const LAST_SEQUENCE_UP_TO = `
+  SELECT sequence::float8 AS sequence FROM audit_chain_links WHERE project_id = $1 AND position <= $2
+   ORDER BY sequence DESC LIMIT 1`;
+
+const AT_POSITIONS = `SELECT ${LINK_COLUMNS} FROM audit_chain_links WHERE position = ANY ($1::text[])`;
+
+interface LinkRow {
+  position: string;
+  project_id: string;
+  sequence: number;
+  digest: string;
+  link: string;
+}
+
+const toLink = (row: LinkRow): StoredLink => ({
+  position: row.position,
+  projectId: row.project_id,
+  sequence: row.sequence,
+  digest: row.digest,
+  link: row.link,
+});
+
+// Sorts after every position (32 hex digits on Postgres): "no upper bound".
+const UNBOUNDED = '\u{10FFFF}';
+
+/**
+ * The end of the stored chain: the position the chain's projector has reached. Events after it are not
+ * chained yet; an event before it without a link was never seen by the projector: it was inserted.
+ */
+export async function chainFrontier(pool: Pool): Promise<string | undefined> {
+  return (await readCheckpoint(pool, AUDIT_CHAIN_PROJECTOR))?.position;
+}
+
+/** A range of the stored chain: links at `from` (inclusive) or after, up to `upTo` (inclusive), of one project or all. */
+interface LinkRange {
+  readonly from?: string;
+  readonly upTo: string;
+  readonly projectId?: string;
+}
+
+/** Reads a range of links in global order, a page of `pageSize` at each call; undefined once done. */
+export function linkPages(
+  pool: Pool,
+  range: LinkRange,
+  pageSize: number,
+): () => Promise<StoredLink[] | undefined> {
+  let after: string | undefined;
+  let done = false;
+  return async () => {
+    if (done) return undefined;
+    const { rows } = await pool.query<LinkRow>(after === undefined ? LINKS_FROM : LINKS_AFTER, [
+      after ?? range.from ?? '',
+      range.upTo,
+      range.projectId ?? null,
+      pageSize,
+    ]);
+    done = rows.length < pageSize;
+    after = rows.at(-1)?.position;
+    return rows.length > 0 ? rows.map(toLink) : undefined;
+  };
+}
+
+/** Where a window by recorded time starts: at a link's position, after the chain's end, or at its beginning. */
+type WindowStart = { readonly at: string } | 'after_chain' | 'beginning';
+
+/**
+ * The positions a [from, to) window of recorded times covers (FIRST_RECORDED_FROM), up to `upTo`: where it
+ * starts, and its last chained position ('' when no link was recorded before `to`).
+ */
+export async function recordedWindow(
+  pool: Pool,
+  window: { from?: string; to?: string },
+  range: { upTo: string; projectId?: string },
+): Promise<{ start: WindowStart; last: string }> {
+  const bound = async (sql: string, instant: string) =>
+    (await pool.query<{ position: string }>(sql, [instant, range.upTo, range.projectId ?? null])).rows[0]
+      ?.position;
+  const first = window.from === undefined ? undefined : await bound(FIRST_RECORDED_FROM, window.from);
+  const last = window.to === undefined ? range.upTo : ((await bound(LAST_RECORDED_BEFORE, window.to)) ?? '');
+  return {
+    start: window.from === undefined ? 'beginning' : first === undefined ? 'after_chain' : { at: first },
+    last,
+  };
+}
+
+/** Each project's chain as it stood before `before` (its last link there; its head without), up to `upTo`. */
+export async function chainSeedsBefore(
+  pool: Pool,
+  before: string | undefined,
+  range: { upTo: string; projectId?: string },
+): Promise<Map<string, ChainSeed>> {
+  const { rows } = await pool.query<LinkRow>(LAST_BEFORE, [
+    before ?? UNBOUNDED,
+    range.upTo,
+    range.projectId ?? null,
+  ]);
+  return new Map(rows.map((r) => [r.project_id, { count: r.sequence, link: r.link, position: r.position }]));
+}
+
+/** One project's links with sequence in (after, upTo], in sequence order, a page at each call. */
+export function projectLinkPages(
+  pool: Pool,
+  projectId: string,
+  range: { after: number; upTo: number },
+  pageSize: number,
+): () => Promise<StoredLink[] | undefined> {
+  let after = range.after;
+  return async () => {
+    if (after >= range.upTo) return undefined;
+    const { rows } = await pool.query<LinkRow>(PROJECT_LINKS, [after, range.upTo, projectId, pageSize]);
+    if (rows.length === 0) return undefined;
+    after = rows.at(-1)!.sequence;
+    return rows.map(toLink);
+  };
+}
+
+/** The links at these positions (those the chain holds), by position. */
+export async function linksAt(pool: Pool, positions: readonly string[]): Promise<Map<string, StoredLink>> {
+  const { rows } = await pool.query<LinkRow>(AT_POSITIONS, [[...new Set(positions)]]);
+  return new Map(rows.map((r) => [r.position, toLink(r)]));
+}
+
+/** How many links a project's chain holds up to `upTo` (inclusive). */
+export async function chainLengthUpTo(pool: Pool, projectId: string, upTo: string): Promise<number> {
+  const { rows } = await pool.query<{ sequence: number }>(LAST_SEQUENCE_UP_TO, [projectId, upTo]);
+  return rows[0]?.sequence ?? 0;
+}
+
+/** The project of each registered device, as the chain's projector learnt them (ChainMembership). */
+export async function deviceProjects(pool: Pool): Promise<Map<string, string>> {
+  const { rows } = await pool.query<{ device_id: string; project_id: string }>(
+    'SELECT device_id, project_id FROM audit_chain_devices',
+  );
+  return new Map(rows.map((r) => [r.device_id, r.project_id]));
+}
