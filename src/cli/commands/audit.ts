@@ -5,6 +5,7 @@ import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 import { formatTable } from '../table.js';
+import { verifyBundleFile } from './audit-bundle.js';
 
 const FILTERS = {
   project: { type: 'string', value: 'ID', help: "only this project's devices" },
@@ -50,6 +51,23 @@ export const auditCommands: CommandGroup = {
       details: 'A table, or one JSON object per row with --json.',
       options: { ...FILTERS, ...JSON_OUTPUT },
       run: ({ out, values }) => audit(out, 'commands', values),
+    }),
+    defineCommand({
+      name: 'verify',
+      summary:
+        'verify an exported audit bundle offline: its chain, checkpoints and signatures (docs/audit.md)',
+      details: 'Exits non-zero naming the first position where history differs. Opens no database.',
+      options: {
+        bundle: { type: 'string', value: 'FILE', required: true, help: 'the bundle `audit export` wrote' },
+        'trusted-keys': {
+          type: 'string',
+          value: 'FILE',
+          help: "audit public keys you recorded (`audit keys export`), instead of the bundle's own",
+        },
+        ...JSON_OUTPUT,
+      },
+      run: ({ out, values }) =>
+        verifyBundleFile(out, { bundle: values.bundle!, trustedKeys: values['trusted-keys'] }),
     }),
   ],
 };
