@@ -165,8 +165,10 @@ async function readBundle(lines) {
       throw malformed(`holds a checkpoint of project ${value.checkpoint.projectId}`);
     } else bundle.checkpoints.push(value);
   }
-  number = 1;
-  if (!bundle.header) throw malformed('is missing: the bundle has no header');
+  if (!bundle.header) {
+    number = 1;
+    throw malformed('is missing: the bundle has no header');
+  }
   return bundle;
 }
 

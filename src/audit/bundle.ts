@@ -80,7 +80,7 @@ interface Bundle {
 }
 
 /** A key that vouched for the bundle's checkpoints, and how the auditor can recognise it. */
-export interface BundleKey {
+interface BundleKey {
   readonly keyId: string;
   /** SHA-256 of the public key (SPKI, DER), hex: the key id is its first 32 digits. */
   readonly fingerprint: string;
@@ -190,7 +190,8 @@ async function readBundle(lines: AsyncIterable<string>): Promise<Bundle | { malf
     if (!parsed.success) return malformed(`is not a ${String(kind)} line: ${issue(parsed.error)}`);
     const line = parsed.data;
     if (line.kind === 'key') {
-      if (!isPublicKey(line.publicKey)) return malformed(`holds no readable public key for ${line.keyId}`);
+      if (!isAuditPublicKey(line.publicKey))
+        return malformed(`holds no readable public key for ${line.keyId}`);
       const { kind: _kind, ...key } = line;
       bundle.keys.push(key);
     } else if (line.kind === 'event') bundle.events.push(line);
@@ -221,7 +222,8 @@ function issue(error: z.ZodError): string {
   return first ? `${first.path.join('.') || '(line)'}: ${first.message}` : 'invalid';
 }
 
-function isPublicKey(pem: string): boolean {
+/** Whether a PEM text holds an Ed25519 public key, the only kind audit keys are. */
+export function isAuditPublicKey(pem: string): boolean {
   try {
     return createPublicKey(pem).asymmetricKeyType === 'ed25519';
   } catch {

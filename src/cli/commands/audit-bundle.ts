@@ -1,9 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
-import { createPublicKey } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
-import { verifyBundle, type BundleReport } from '../../audit/bundle.js';
+import { isAuditPublicKey, verifyBundle, type BundleReport } from '../../audit/bundle.js';
 import type { AuditPublicKey } from '../../audit/signing-keys.js';
 import { CliError, type Output } from '../output.js';
 
@@ -54,11 +53,9 @@ async function readTrustedKeys(file: string): Promise<AuditPublicKey[]> {
     );
   }
   for (const key of parsed.data.keys) {
-    try {
-      createPublicKey(key.publicKey);
-    } catch {
+    if (!isAuditPublicKey(key.publicKey)) {
       throw new CliError(
-        `audit verify: --trusted-keys ${file}: key ${key.keyId} holds no readable public key`,
+        `audit verify: --trusted-keys ${file}: key ${key.keyId} holds no Ed25519 public key`,
       );
     }
   }
