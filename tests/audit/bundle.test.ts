@@ -359,6 +359,22 @@ describe('audit bundles verified offline', function () {
     expect(source).not.to.match(/\bimport\(|require\(/);
   });
 
+  it('a bundle file that is not there: one line on stderr and a non-zero exit from both, no stack', async () => {
+    const missing = path.join(folder, 'no-such-bundle.jsonl');
+    const [service, standalone] = await Promise.all([
+      run(path.resolve('bin/devcloud.js'), ['audit', 'verify', '--bundle', missing], process.cwd(), {
+        PATH: process.env.PATH,
+      }),
+      run('verify-bundle.mjs', [missing], verifierFolder, { PATH: process.env.PATH }),
+    ]);
+    expect([service.code, service.stderr.trim().split('\n')]).to.deep.equal([
+      1,
+      [`devcloud: audit verify: --bundle ${missing}: no such file`],
+    ]);
+    expect(standalone.code, 'could not run').to.equal(2);
+    expect(standalone.stderr.trim().split('\n')).to.have.length(1);
+  });
+
   describe('lines removed or moved', () => {
     it('without its header: refused, naming line 1', async () => {
       const verdict = await verifyBoth(lines.slice(1).join('\n') + '\n');
