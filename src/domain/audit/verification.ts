@@ -119,7 +119,9 @@ export class HistoryVerification {
       const seeded = seeds.get(projectId)?.count ?? 0;
       this.pending.set(
         projectId,
-        trusted.filter((c) => c.checkpoint.count > seeded).sort((a, b) => a.checkpoint.count - b.checkpoint.count),
+        trusted
+          .filter((c) => c.checkpoint.count > seeded)
+          .sort((a, b) => a.checkpoint.count - b.checkpoint.count),
       );
     }
   }
@@ -152,7 +154,12 @@ export class HistoryVerification {
     const next = nextLink(this.sha256, chain.link, digest);
     if (link) {
       if (link.digest !== digest) {
-        this.fail(projectId, 'event_changed', event.position, `the event at ${event.position} differs from the one chained there (#${link.sequence})`);
+        this.fail(
+          projectId,
+          'event_changed',
+          event.position,
+          `the event at ${event.position} differs from the one chained there (#${link.sequence})`,
+        );
         return;
       }
       if (link.sequence > count) {
@@ -176,7 +183,12 @@ export class HistoryVerification {
         return;
       }
     } else if (!unchained) {
-      this.fail(projectId, 'event_inserted', event.position, `the event at ${event.position} was never chained: it was inserted`);
+      this.fail(
+        projectId,
+        'event_inserted',
+        event.position,
+        `the event at ${event.position} was never chained: it was inserted`,
+      );
       return;
     }
     if (chain.count === chain.verifiedCount) chain.firstUnverified = event.position;
