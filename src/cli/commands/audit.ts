@@ -2,7 +2,6 @@ import { commandHistory } from '../../audit/commands.js';
 import { checkpointsCovering } from '../../audit/coverage.js';
 import { grantHistory, grantsInForce } from '../../audit/grants.js';
 import type { AuditFilter } from '../../audit/history.js';
-import { readKeyFile } from '../../audit/key-file.js';
 import type { AuditPublicKey } from '../../audit/signing-keys.js';
 import { verifyStoredHistory } from '../../audit/verify.js';
 import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
@@ -10,7 +9,9 @@ import { withCliContext, type CliContext } from '../context.js';
 import { instant } from '../instant.js';
 import { CliError, type Output } from '../output.js';
 import { formatTable } from '../table.js';
+import { readTrustedKeys } from '../trusted-keys.js';
 import { progressOnStderr, reportVerification } from '../verification-report.js';
+import { verifyBundleFile } from './audit-bundle.js';
 import { auditChainCommands } from './audit-chain.js';
 
 const FILTERS = {
@@ -41,6 +42,7 @@ interface VerifyCliOptions {
   readonly from?: string;
   readonly to?: string;
   readonly 'trusted-keys'?: string;
+  readonly bundle?: string;
 }
 
 /**
@@ -80,8 +82,10 @@ export const auditCommands: CommandGroup = {
       details:
         'Names the first position where the history differs (changed, removed, inserted, reordered) and exits ' +
         'non-zero. Progress on stderr on long runs; one JSON line with --json. --from/--to select by ' +
-        'recording time. --trusted-keys FILE (from `audit keys export`) trusts only those keys.',
+        'recording time. --trusted-keys FILE (from `audit keys export`) trusts only those keys. --bundle FILE ' +
+        'verifies an exported bundle instead, offline: no database is opened.',
       options: {
+        bundle: { type: 'string', value: 'FILE', help: 'verify this bundle (`audit export`) offline instead' },
         project: { type: 'string', value: 'ID', help: "only this project's chain" },
         from: FILTERS.from,
         to: FILTERS.to,
@@ -94,10 +98,16 @@ export const auditCommands: CommandGroup = {
   ],
 };
 
-/** The history in the database verified: the chains recomputed from the store (src/audit/verify.ts). */
+/** The history in the database verified (src/audit/verify.ts), or a bundle's offline (--bundle). */
 async function auditVerify(out: Output, options: VerifyCliOptions): Promise<void> {
+  if (options.bundle !== undefined) {
+    if (options.project ?? options.from ?? options.to) {
+      throw new CliError('audit verify: --bundle takes no --project, --from or --to (the bundle says what it holds)');
+    }
+    return verifyBundleFile(out, { bundle: options.bundle, trustedKeys: options['trusted-keys'] });
+  }
   const trustedKeys =
-    options['trusted-keys'] === undefined ? undefined : await keyFile(options['trusted-keys']);
+    options['trusted-keys'] === undefined ? undefined : await readTrustedKeys(options['trusted-keys']);
   reportVerification(out, await verifyDatabase(options, trustedKeys));
 }
 
@@ -110,14 +120,6 @@ async function verifyDatabase(options: VerifyCliOptions, trustedKeys: AuditPubli
       { projectId: options.project, from, to, trustedKeys, onProgress: progressOnStderr },
     ),
   );
-}
-
-async function keyFile(path: string) {
-  try {
-    return await readKeyFile(path);
-  } catch (error) {
-    throw new CliError(`audit verify: --trusted-keys ${(error as Error).message}`);
-  }
 }
 
 async function audit(out: Output, sub: 'grants' | 'commands', options: AuditCliOptions): Promise<void> {

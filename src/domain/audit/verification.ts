@@ -47,7 +47,9 @@ export type FindingKind =
   | 'checkpoint_beyond_history'
   | 'checkpoint_bad_signature'
   | 'checkpoint_unknown_key'
-  | 'checkpoint_missing';
+  | 'checkpoint_missing'
+  /** An exported bundle's line that is not of the bundle's format (its position names the line). */
+  | 'bundle_malformed';
 
 export interface Finding {
   readonly kind: FindingKind;
