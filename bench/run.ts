@@ -2,7 +2,8 @@
  * `npm run bench`: every benchmark, one JSON line per figure on stdout. BENCH_ONLY=name[,name] runs some
  * groups: eventstore, telemetry, retention (telemetry partitions dropped vs rows deleted), components (each ingest component alone), e2e (end-to-end ingest),
  * ingest (components then e2e, so the end-to-end figures can give their share of each ceiling), live,
- * scaleout (the multi-process topology with 1 and 2 brokers and projector processes).
+ * scaleout (the multi-process topology with 1 and 2 brokers and projector processes), ratelimit (our request
+ * rate limit against rate-limiter-flexible, in memory and through Redis).
  * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
  * `npm run bench:compare -- FILE...` prints median and spread over several runs' output.
  */
@@ -11,6 +12,7 @@ import { commandBenchmarks } from './commands.bench.js';
 import { eventStoreBenchmarks } from './eventstore.bench.js';
 import { ingestBenchmarks } from './ingest.bench.js';
 import { liveBenchmarks } from './live.bench.js';
+import { rateLimitBenchmarks } from './rate-limit.bench.js';
 import { retentionBenchmarks } from './retention.bench.js';
 import { roundTripBenchmarks } from './roundtrip.bench.js';
 import { scaleOutBenchmarks } from './scale-out.bench.js';
@@ -28,6 +30,7 @@ const groups: [name: string, aliases: string[], run: () => Promise<void>][] = [
   ['live', [], liveBenchmarks],
   ['roundtrip', [], roundTripBenchmarks],
   ['scaleout', [], scaleOutBenchmarks],
+  ['ratelimit', [], rateLimitBenchmarks],
 ];
 
 const only = process.env.BENCH_ONLY?.split(',');
