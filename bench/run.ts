@@ -3,8 +3,9 @@
  * groups: eventstore, telemetry, retention (telemetry partitions dropped vs rows deleted), components (each ingest component alone), e2e (end-to-end ingest),
  * ingest (components then e2e, so the end-to-end figures can give their share of each ceiling), live,
  * scaleout (the multi-process topology with 1 and 2 brokers and projector processes), audit (the audit chain:
- * chaining and verifying BENCH_AUDIT_EVENTS control events); audit-append (the chain computed inside the
- * append, the alternative docs/audit.md measured) runs only when named.
+ * chaining and verifying BENCH_AUDIT_EVENTS control events). Two run only when named, as the measurements
+ * behind decision records: audit-append (the chain computed inside the append, docs/audit.md) and ratelimit
+ * (our request rate limit against rate-limiter-flexible, in memory and through Redis).
  * Figures are measured here and recorded in docs/performance.md; no test asserts on speed.
  * `npm run bench:compare -- FILE...` prints median and spread over several runs' output.
  */
@@ -15,6 +16,7 @@ import { commandBenchmarks } from './commands.bench.js';
 import { eventStoreBenchmarks } from './eventstore.bench.js';
 import { ingestBenchmarks } from './ingest.bench.js';
 import { liveBenchmarks } from './live.bench.js';
+import { rateLimitBenchmarks } from './rate-limit.bench.js';
 import { retentionBenchmarks } from './retention.bench.js';
 import { roundTripBenchmarks } from './roundtrip.bench.js';
 import { scaleOutBenchmarks } from './scale-out.bench.js';
@@ -35,6 +37,7 @@ const groups: [name: string, aliases: string[], run: () => Promise<void>, named?
   ['scaleout', [], scaleOutBenchmarks],
   ['audit', [], auditBenchmarks],
   ['audit-append', [], auditAppendBenchmarks, 'named'],
+  ['ratelimit', [], rateLimitBenchmarks, 'named'],
 ];
 
 const only = process.env.BENCH_ONLY?.split(',');
