@@ -18,6 +18,7 @@ import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { devicesProjector } from '../../src/projections/devices/projector.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
+import { checkAuditHistory } from './audit-check.js';
 import { verdict, type SoakCheck } from './checks.js';
 import { CommandDriver, SOAK_COMMAND_TTL_SECONDS } from './command-driver.js';
 import {
@@ -266,6 +267,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     for (const p of roles.values()) await p.stop();
     for (const projector of projectors) await catchUpProjector(pool, store, projector);
 
+    const audited = await checkAuditHistory(pool, store);
     const readings = await checkReadings(pool, store, ledger);
     const comparisons = await compareWithReplay(pool, store, projectors);
     const differing = comparisons.filter((c) => !c.equal);
@@ -340,6 +342,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
           `${commanded.deliveredTwice} received twice, ${commanded.appliedTwice} applied twice, ` +
           `${commanded.appliedUnknown} applied unknown, ${commanded.succeededUnapplied} succeeded unapplied`,
       ),
+      audited,
     ];
     const { examples, ...counts } = readings;
     const finishedAt = new Date();
