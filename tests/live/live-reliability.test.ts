@@ -22,6 +22,7 @@ import { cursorKeys } from '../../src/api/pagination/cursor-keys.js';
 import { compareLiveFrames, framesInStore, type StreamFrame } from '../../tools/soak/live-check.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 import { adoptSimulatedFleet } from '../support/edge-agent.js';
+import { edgeEnvironment } from '../support/edge-service.js';
 import { freePort } from '../../src/infra/ports.js';
 import { requestToken } from '../support/tenants.js';
 import { tempDirectory } from '../support/run-directory.js';
@@ -65,10 +66,7 @@ describe('live stream reliability: reconnects during continuous ingest', functio
   it(`loses and doubles no frame across ${RECONNECTS}+ reconnects`, async () => {
     const mqttPort = await freePort();
     const env = {
-      DATABASE_URL: db.url,
-      DATA_DIR: dataDir,
-      MQTT_PORT: String(mqttPort),
-      MQTT_HOST: '127.0.0.1',
+      ...edgeEnvironment(db, dataDir, mqttPort),
       HTTP_HOST: '127.0.0.1',
       LOG_LEVEL: 'error',
       RATE_LIMIT_PER_SECOND: '100000',
