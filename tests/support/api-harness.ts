@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import { createApiApp, createLiveHub } from '../../src/api/app.js';
-import { ProjectionLagMonitor } from '../../src/projections/lag-monitor.js';
+import { startLagMonitor } from '../../src/projections/lag-monitor.js';
 import type { LiveHub } from '../../src/api/live/hub.js';
 import { createHttpServer, listen } from '../../src/api/server.js';
 import { loadConfig, type Config } from '../../src/config.js';
@@ -65,15 +65,7 @@ export async function startTestApi(
   const live = createLiveHub({ config, logger, store, pool: db.pool, now: options.now });
   await live.start();
   // As the api role runs it (src/runtime/service.ts): lag on /health, /metrics and the state answers.
-  const lag = new ProjectionLagMonitor({
-    pool: db.pool,
-    store,
-    projectors,
-    intervalMs: config.PROJECTION_LAG_INTERVAL_MS,
-    logger,
-    metrics,
-  });
-  await lag.start();
+  const lag = await startLagMonitor(db.pool, { store, projectors, config, logger, metrics });
   const limits = await openClusterLimits(config, logger, { streamLeaseMs: options.streamLeaseMs });
   const app = createApiApp({
     config,
