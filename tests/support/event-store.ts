@@ -1,9 +1,11 @@
+import { rm } from 'node:fs/promises';
 import sinon from 'sinon';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { Logger } from '../../src/infra/logger.js';
 import type { EventStore } from '../../src/eventstore/port.js';
 import { freshDatabase, type TestDatabase } from './database.js';
 import { until } from './edge-agent.js';
+import { tempDirectory } from './run-directory.js';
 
 /** A fresh migrated database with a PostgreSQL event store over it: what most suites start from. */
 export interface RunningEventStore {
@@ -60,6 +62,40 @@ function eventStoreBetween(
     },
     get store() {
       return running.store!;
+    },
+  };
+}
+
+/**
+ * One store and one temporary directory for a suite whose tests run processes against them (mocha's hooks):
+ * after the suite, `stopFirst` stops those processes, then the store closes and the directory goes. Read
+ * `db`, `store` and `dataDir` inside the tests.
+ */
+export function storeAndDirectoryForSuite(
+  prefix: string,
+  stopFirst: () => Promise<void>,
+  options: StoreOptions = {},
+): RunningEventStore & { readonly dataDir: string } {
+  let running: Partial<RunningEventStore> = {};
+  let dataDir: string | undefined;
+  before(async () => {
+    running = await openEventStore(options);
+    dataDir = await tempDirectory(prefix);
+  });
+  after(async () => {
+    await stopFirst();
+    await closeEventStore(running);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+  return {
+    get db() {
+      return running.db!;
+    },
+    get store() {
+      return running.store!;
+    },
+    get dataDir() {
+      return dataDir!;
     },
   };
 }
