@@ -6,12 +6,11 @@ import { loadConfig, type Config } from '../../src/config.js';
 import type { EdgeSim } from '../../src/edge-sim/index.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { freePort } from '../../src/infra/ports.js';
-import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
-import type { TestApi } from './api-harness.js';
+import { catchUpAll, type TestApi } from './api-harness.js';
 import { tempDirectory } from './run-directory.js';
-import { committedHead, freshDatabase, type TestDatabase } from './database.js';
+import { freshDatabase, type TestDatabase } from './database.js';
 import { serviceLogger } from './service-log.js';
 
 const run = promisify(execFile);
@@ -78,10 +77,7 @@ export async function startEdgeService(
     mqttPort,
     dataDir,
     env,
-    async catchUp(position?: string) {
-      const target = position ?? (await committedHead(db.pool));
-      for (const p of allProjectors()) await catchUpProjector(db.pool, store, p, 2000, target);
-    },
+    catchUp: (position) => catchUpAll(db, store, allProjectors(), position),
     async cli(...args) {
       const { stdout } = await run(process.execPath, [CLI, ...args, '--json'], {
         env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
