@@ -1,5 +1,4 @@
 import { once } from 'node:events';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
@@ -20,12 +19,11 @@ import { startService, type RunningService } from '../../src/runtime/service.js'
 import { FrameIds } from '../../src/api/live/frame-id.js';
 import { cursorKeys } from '../../src/api/pagination/cursor-keys.js';
 import { compareLiveFrames, framesInStore, sawNoGap, type StreamFrame } from '../../tools/soak/live-check.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { databaseAndDirectoryForSuite } from '../support/database.js';
 import { adoptSimulatedFleet } from '../support/edge-agent.js';
 import { edgeEnvironment } from '../support/edge-service.js';
 import { freePort } from '../../src/infra/ports.js';
 import { requestToken } from '../support/tenants.js';
-import { tempDirectory } from '../support/run-directory.js';
 
 const CLIENTS = 24;
 const API_PROCESSES = 2;
@@ -43,8 +41,6 @@ const SEED = 29;
  */
 describe('live stream reliability: reconnects during continuous ingest', function () {
   this.timeout(300_000);
-  let db: TestDatabase;
-  let dataDir: string;
   let core: RunningService | undefined;
   const apis: (RunningService | undefined)[] = [];
   // Watches, changes nothing: `offer` returns true when a live frame takes a stream past its bound.
@@ -52,18 +48,15 @@ describe('live stream reliability: reconnects during continuous ingest', functio
 
   before(async () => {
     offers = sinon.spy(LiveStream.prototype, 'offer');
-    db = await freshDatabase();
-    dataDir = await tempDirectory('live');
   });
-  after(async () => {
+  const suite = databaseAndDirectoryForSuite('live', async () => {
     offers.restore();
     for (const api of apis) await api?.stop();
     await core?.stop();
-    await db.drop();
-    await rm(dataDir, { recursive: true, force: true });
   });
 
   it(`loses and doubles no frame across ${RECONNECTS}+ reconnects`, async () => {
+    const { db, dataDir } = suite;
     const mqttPort = await freePort();
     const env = {
       ...edgeEnvironment(db, dataDir, mqttPort),

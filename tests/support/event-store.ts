@@ -1,11 +1,9 @@
-import { rm } from 'node:fs/promises';
 import sinon from 'sinon';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { Logger } from '../../src/infra/logger.js';
 import type { EventStore } from '../../src/eventstore/port.js';
-import { freshDatabase, type TestDatabase } from './database.js';
+import { databaseAndDirectoryForSuite, freshDatabase, type TestDatabase } from './database.js';
 import { until } from './edge-agent.js';
-import { tempDirectory } from './run-directory.js';
 
 /** A fresh migrated database with a PostgreSQL event store over it: what most suites start from. */
 export interface RunningEventStore {
@@ -76,26 +74,23 @@ export function storeAndDirectoryForSuite(
   stopFirst: () => Promise<void>,
   options: StoreOptions = {},
 ): RunningEventStore & { readonly dataDir: string } {
-  let running: Partial<RunningEventStore> = {};
-  let dataDir: string | undefined;
-  before(async () => {
-    running = await openEventStore(options);
-    dataDir = await tempDirectory(prefix);
-  });
-  after(async () => {
+  let store: PostgresEventStore | undefined;
+  const suite = databaseAndDirectoryForSuite(prefix, async () => {
     await stopFirst();
-    await closeEventStore(running);
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await store?.close();
+  });
+  before(() => {
+    store = eventStoreOver(suite.db, options);
   });
   return {
     get db() {
-      return running.db!;
+      return suite.db;
     },
     get store() {
-      return running.store!;
+      return store!;
     },
     get dataDir() {
-      return dataDir!;
+      return suite.dataDir;
     },
   };
 }
