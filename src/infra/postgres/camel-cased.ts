@@ -1,10 +1,10 @@
 /** A snake_case column name as the camelCase field name our records use (`close_reason` -> `closeReason`). */
-export type CamelCase<Name extends string> = Name extends `${infer Head}_${infer Tail}`
+type CamelCase<Name extends string> = Name extends `${infer Head}_${infer Tail}`
   ? `${Head}${Capitalize<CamelCase<Tail>>}`
   : Name;
 
 /** A row of snake_case columns as a record of the same values under camelCase names. */
-export type CamelCased<Row> = { readonly [Column in keyof Row & string as CamelCase<Column>]: Row[Column] };
+type CamelCased<Row> = { readonly [Column in keyof Row & string as CamelCase<Column>]: Row[Column] };
 
 // Read models ask for a few dozen distinct columns; each name is converted once per process.
 const fieldNames = new Map<string, string>();
