@@ -91,7 +91,7 @@ export const UNAVAILABLE = {
   content: { 'application/json': { schema: ref('Error') } },
 };
 
-export const CONTENDED = {
+const CONTENDED = {
   description:
     'Too many concurrent writes on the device (`contention`); nothing was recorded. Retry after Retry-After.',
   headers: { 'Retry-After': header('RetryAfter') },
