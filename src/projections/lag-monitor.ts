@@ -1,3 +1,4 @@
+import type { Config } from '../config.js';
 import type { EventStore } from '../eventstore/port.js';
 import type { Logger } from '../infra/logger.js';
 import type { Metrics } from '../infra/metrics.js';
@@ -15,6 +16,26 @@ export interface LagMonitorOptions {
   readonly now?: () => number;
   /** Gauges set from every fresh measurement. */
   readonly metrics?: Pick<Metrics, 'projectionLagEvents' | 'projectionLagSeconds'>;
+}
+
+/**
+ * The monitor an api node runs (and the test harness, as the api role does): measuring every configured
+ * interval, its first figures in place before it resolves.
+ */
+export async function startLagMonitor(
+  pool: Pool,
+  deps: Omit<LagMonitorOptions, 'pool' | 'intervalMs'> & {
+    config: Pick<Config, 'PROJECTION_LAG_INTERVAL_MS'>;
+  },
+): Promise<ProjectionLagMonitor> {
+  const { config, ...options } = deps;
+  const monitor = new ProjectionLagMonitor({
+    ...options,
+    pool,
+    intervalMs: config.PROJECTION_LAG_INTERVAL_MS,
+  });
+  await monitor.start();
+  return monitor;
 }
 
 /**

@@ -11,7 +11,7 @@ import type { Logger } from '../infra/logger.js';
 import { createMetrics, type Metrics } from '../infra/metrics.js';
 import { startIngress, type RunningIngress } from '../ingress/start.js';
 import { installProjector } from '../projections/checkpoints.js';
-import { ProjectionLagMonitor } from '../projections/lag-monitor.js';
+import { startLagMonitor, type ProjectionLagMonitor } from '../projections/lag-monitor.js';
 import { runProjector } from '../projections/runner.js';
 import { scheduledJobs } from '../scheduler/jobs.js';
 import { runScheduler } from '../scheduler/scheduler.js';
@@ -126,15 +126,7 @@ export async function startService(
     live = createLiveHub({ config, logger, store, pool: database.pool, now: options.now });
     await live.start();
     // Measured where this node's answers come from: on a replica, its lag includes the replica's own.
-    lag = new ProjectionLagMonitor({
-      pool: database.queries,
-      store,
-      projectors,
-      intervalMs: config.PROJECTION_LAG_INTERVAL_MS,
-      logger,
-      metrics,
-    });
-    await lag.start();
+    lag = await startLagMonitor(database.queries, { store, projectors, config, logger, metrics });
     const app = createApiApp({
       config,
       logger,

@@ -2,6 +2,7 @@ import { decideExpiry } from '../domain/control/delivery-decisions.js';
 import { controlFolding, type ControlEvent } from '../domain/control/index.js';
 import { deviceStreamName } from '../domain/devices/decider.js';
 import { decideOnStream } from '../eventstore/handle-command.js';
+import { camelCased } from '../infra/postgres/camel-cased.js';
 import { deadlineSweepJob } from './deadline-sweep.js';
 import type { JobDeps, ScheduledJob } from './job.js';
 
@@ -54,11 +55,7 @@ export function commandExpiryJob(deps: JobDeps): ScheduledJob {
         PENDING_DEADLINES,
         [new Date(at + HORIZON_MS), MAX_PER_SWEEP],
       );
-      return rows.map((row) => ({
-        commandId: row.command_id,
-        deviceId: row.device_id,
-        expiresAt: row.expires_at,
-      }));
+      return rows.map(camelCased);
     },
     deadlineOf: (deadline) => deadline.expiresAt,
     keyOf: (deadline) => deadline.commandId,

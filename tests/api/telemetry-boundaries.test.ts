@@ -102,27 +102,38 @@ describe('telemetry boundaries through the API', () => {
     expect(plain.points).to.have.length(4);
   });
 
-  it('makes the spring-forward day a 23-hour bucket from local midnight to local midnight', async () => {
-    const days = await telemetry(
-      'resolution=1d&aggregation=count&from=2026-03-27T23:00:00Z&to=2026-03-30T22:00:00Z',
-    );
-    expect(days.points.map((p) => [p.bucket, p.value])).to.deep.equal([
-      ['2026-03-27T23:00:00.000Z', 1], // 28 March, CET: the reading at 23:30 local
-      ['2026-03-28T23:00:00.000Z', 23], // 29 March: 00:00 CET to 00:00 CEST, 23 hours
-      ['2026-03-29T22:00:00.000Z', 1], // 30 March, CEST
-    ]);
-  });
-
-  it('makes the fall-back day a 25-hour bucket from local midnight to local midnight', async () => {
-    const days = await telemetry(
-      'resolution=1d&aggregation=count&from=2026-10-23T22:00:00Z&to=2026-10-26T23:00:00Z',
-    );
-    expect(days.points.map((p) => [p.bucket, p.value])).to.deep.equal([
-      ['2026-10-23T22:00:00.000Z', 1], // 24 October, CEST: the reading at 23:30 local
-      ['2026-10-24T22:00:00.000Z', 25], // 25 October: 00:00 CEST to 00:00 CET, 25 hours
-      ['2026-10-25T23:00:00.000Z', 1], // 26 October, CET
-    ]);
-  });
+  // Each day's bucket runs from local midnight to local midnight: 23 hours when the clocks go forward, 25 when
+  // they go back, with one reading on each day around it (at 23:30 local).
+  const dstDays = [
+    {
+      day: 'spring-forward',
+      hours: 23,
+      from: '2026-03-27T23:00:00Z',
+      to: '2026-03-30T22:00:00Z',
+      buckets: [
+        ['2026-03-27T23:00:00.000Z', 1], // 28 March, CET
+        ['2026-03-28T23:00:00.000Z', 23], // 29 March: 00:00 CET to 00:00 CEST
+        ['2026-03-29T22:00:00.000Z', 1], // 30 March, CEST
+      ],
+    },
+    {
+      day: 'fall-back',
+      hours: 25,
+      from: '2026-10-23T22:00:00Z',
+      to: '2026-10-26T23:00:00Z',
+      buckets: [
+        ['2026-10-23T22:00:00.000Z', 1], // 24 October, CEST
+        ['2026-10-24T22:00:00.000Z', 25], // 25 October: 00:00 CEST to 00:00 CET
+        ['2026-10-25T23:00:00.000Z', 1], // 26 October, CET
+      ],
+    },
+  ];
+  for (const { day, hours, from, to, buckets } of dstDays) {
+    it(`makes the ${day} day a ${hours}-hour bucket from local midnight to local midnight`, async () => {
+      const days = await telemetry(`resolution=1d&aggregation=count&from=${from}&to=${to}`);
+      expect(days.points.map((p) => [p.bucket, p.value])).to.deep.equal(buckets);
+    });
+  }
 
   it('caps the stored rows one query may load: 400 too_many_points, with the cap in the answer', async () => {
     // 5m is served from 1m rows: 31 days are 44,640 rows per capability; one fits under 50,000, two do not.

@@ -23,6 +23,10 @@ async function token(api: TestApi, clientId: string, clientSecret: string) {
   return response.status;
 }
 
+/** `devcloud client create --project P --scopes S ...more`: every client the suite creates or is refused. */
+const createClient = (api: TestApi, projectId: string, scopes: string, ...more: string[]) =>
+  devcloud(api, 'client', 'create', '--project', projectId, '--scopes', scopes, ...more);
+
 describe('devcloud project / client / keys', function () {
   this.timeout(120_000);
   let api: TestApi;
@@ -34,18 +38,7 @@ describe('devcloud project / client / keys', function () {
     projectId = json(await devcloud(api, 'project', 'create', '--name', 'Acme Heating', '--json'))
       .projectId as string;
     client = json(
-      await devcloud(
-        api,
-        'client',
-        'create',
-        '--project',
-        projectId,
-        '--scopes',
-        'telemetry:read devices:read',
-        '--name',
-        'billing',
-        '--json',
-      ),
+      await createClient(api, projectId, 'telemetry:read devices:read', '--name', 'billing', '--json'),
     ) as typeof client;
   });
   after(async () => {
@@ -64,40 +57,14 @@ describe('devcloud project / client / keys', function () {
   });
 
   it('refuses an unknown scope or project with one line and exit code 1', async () => {
-    const badScope = await devcloud(
-      api,
-      'client',
-      'create',
-      '--project',
-      projectId,
-      '--scopes',
-      'devices:read root',
-    );
+    const badScope = await createClient(api, projectId, 'devices:read root');
     expect(badScope.code).to.equal(1);
     expect(badScope.stderr.trim().split('\n')).to.have.length(1);
     expect(badScope.stderr).to.contain('unknown scope root');
-    const badProject = await devcloud(
-      api,
-      'client',
-      'create',
-      '--project',
-      'prj_nothere',
-      '--scopes',
-      'devices:read',
-    );
+    const badProject = await createClient(api, 'prj_nothere', 'devices:read');
     expect(badProject.code).to.equal(1);
     expect(badProject.stderr.trim()).to.equal('devcloud: no project prj_nothere');
-    const badAuth = await devcloud(
-      api,
-      'client',
-      'create',
-      '--project',
-      projectId,
-      '--scopes',
-      'devices:read',
-      '--auth',
-      'jwt',
-    );
+    const badAuth = await createClient(api, projectId, 'devices:read', '--auth', 'jwt');
     expect(badAuth.code).to.equal(1);
   });
 
@@ -118,18 +85,7 @@ describe('devcloud project / client / keys', function () {
 
   it('client revoke stops the client at the token endpoint at once', async () => {
     const doomed = json(
-      await devcloud(
-        api,
-        'client',
-        'create',
-        '--project',
-        projectId,
-        '--scopes',
-        'devices:read',
-        '--auth',
-        'basic',
-        '--json',
-      ),
+      await createClient(api, projectId, 'devices:read', '--auth', 'basic', '--json'),
     ) as typeof client;
     expect(json(await devcloud(api, 'client', 'revoke', doomed.clientId, '--json'))).to.include({
       clientId: doomed.clientId,

@@ -3,8 +3,8 @@ import { bindingDecider, type BindingEvent, type CreateBinding } from '../../src
 import { Conflict, InvalidInput, NotFound } from '../../src/domain/errors.js';
 import { given } from '../support/decider-spec.js';
 
-const create = (overrides: Partial<CreateBinding> = {}): CreateBinding => ({
-  type: 'CreateBinding',
+/** The binding the tests create: the command asks for it and the event records it with the same fields. */
+const BINDING = {
   bindingId: 'bnd_1',
   projectId: 'prj_1',
   deviceId: 'dev_1',
@@ -13,25 +13,18 @@ const create = (overrides: Partial<CreateBinding> = {}): CreateBinding => ({
   channelMapping: { 'environment.temperature': 'air_temp' },
   requestFingerprint: 'f1',
   idempotencyKey: 'key-1',
-  at: '2025-01-01T00:00:00.000Z',
+};
+const AT = '2025-01-01T00:00:00.000Z';
+
+const create = (overrides: Partial<CreateBinding> = {}): CreateBinding => ({
+  type: 'CreateBinding',
+  ...BINDING,
+  at: AT,
   device: { projectId: 'prj_1' },
   ...overrides,
 });
 
-const created: BindingEvent = {
-  type: 'BindingCreated',
-  data: {
-    bindingId: 'bnd_1',
-    projectId: 'prj_1',
-    deviceId: 'dev_1',
-    resourceType: 'room',
-    resourceId: 'room-42',
-    channelMapping: { 'environment.temperature': 'air_temp' },
-    requestFingerprint: 'f1',
-    idempotencyKey: 'key-1',
-    createdAt: '2025-01-01T00:00:00.000Z',
-  },
-};
+const created: BindingEvent = { type: 'BindingCreated', data: { ...BINDING, createdAt: AT } };
 
 describe('binding decider', () => {
   it('binds a registered device of the same project', () => {

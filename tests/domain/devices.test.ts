@@ -9,8 +9,8 @@ import {
 } from '../../src/domain/devices/index.js';
 import { given } from '../support/decider-spec.js';
 
-const register = (overrides: Partial<RegisterDevice> = {}): RegisterDevice => ({
-  type: 'RegisterDevice',
+/** The device the tests register: the command names it and the event records it with the same fields. */
+const DEVICE = {
   deviceId: 'dev_1',
   projectId: 'prj_1',
   siteId: 'site_1',
@@ -21,24 +21,15 @@ const register = (overrides: Partial<RegisterDevice> = {}): RegisterDevice => ({
   capabilities: ['environment.temperature', 'system.battery_percent'],
   profile: 'draft',
   ieeeAddr: '0x00158d0001a2b3c4',
+} satisfies Omit<RegisterDevice, 'type'>;
+
+const register = (overrides: Partial<RegisterDevice> = {}): RegisterDevice => ({
+  type: 'RegisterDevice',
+  ...DEVICE,
   ...overrides,
 });
 
-const registered: DeviceEvent = {
-  type: 'DeviceRegistered',
-  data: {
-    deviceId: 'dev_1',
-    projectId: 'prj_1',
-    siteId: 'site_1',
-    parentHubId: 'dev_hub',
-    kind: 'device',
-    manufacturer: 'IKEA of Sweden',
-    productModel: 'TS0601',
-    capabilities: ['environment.temperature', 'system.battery_percent'],
-    profile: 'draft',
-    ieeeAddr: '0x00158d0001a2b3c4',
-  },
-};
+const registered: DeviceEvent = { type: 'DeviceRegistered', data: DEVICE };
 
 const moved = (status: (typeof DEVICE_STATUSES)[number]): DeviceEvent => ({
   type: 'DeviceLifecycleChanged',

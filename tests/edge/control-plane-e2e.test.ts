@@ -1,10 +1,9 @@
 import { once } from 'node:events';
 import { expect } from 'chai';
 import type { ApplyCommand, CommandDown } from '../../src/edge-sim/commands.js';
-import type { EdgeSim } from '../../src/edge-sim/index.js';
 import { deviceStreamName } from '../../src/domain/devices/decider.js';
 import { connectedAgent, until } from '../support/edge-agent.js';
-import { startEdgeService, type EdgeService } from '../support/edge-service.js';
+import { edgeServiceForSuite } from '../support/edge-service.js';
 import { call } from '../support/registry.js';
 
 interface Command {
@@ -21,18 +20,10 @@ interface Command {
  */
 describe('control plane end to end: pairing -> grant -> command -> agent -> state -> revoke', function () {
   this.timeout(180_000);
-  let edge: EdgeService;
-  let sim: EdgeSim | undefined;
-
-  before(async () => {
-    edge = await startEdgeService();
-  });
-  after(async () => {
-    await sim?.stop(1000);
-    await edge?.close();
-  });
+  const suite = edgeServiceForSuite();
 
   it('walks the whole path', async () => {
+    const { edge } = suite;
     const agent = await connectedAgent(edge, {
       timezone: 'Europe/Vienna',
       // Device 2 of the fleet is a relay module: actuator.relay is S2 (grant on a verified profile, confirm).
@@ -40,7 +31,7 @@ describe('control plane end to end: pairing -> grant -> command -> agent -> stat
       scopes: ['devices:read', 'devices:write', 'commands:write', 'commands:read', 'grants:admin'],
     });
     const { token, hubId } = agent;
-    sim = agent.sim;
+    const sim = suite.stopAfter(agent.sim);
     const api = (method: string, path: string, body?: unknown) => call(edge, method, path, { token, body });
 
     // A pairing window; the simulated devices join it; the relay module is adopted.

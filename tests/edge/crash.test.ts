@@ -1,8 +1,6 @@
-import { rm } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
 import { EdgeSim } from '../../src/edge-sim/index.js';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
 import { telemetryProjector } from '../../src/projections/telemetry/projector.js';
@@ -13,10 +11,8 @@ import { checkReadings } from '../../tools/soak/readings-check.js';
 import { compareWithReplay } from '../../tools/soak/replay-check.js';
 import { ServiceProcess } from '../../tools/soak/service-process.js';
 import { projectorsCaughtUp, simulatorDrained, waitFor } from '../../tools/soak/settle.js';
-import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { storeAndDirectoryForSuite } from '../support/event-store.js';
 import { freePort } from '../../src/infra/ports.js';
-import { tempDirectory } from '../support/run-directory.js';
 
 const KILLS = 8;
 const SEED = 11;
@@ -30,24 +26,19 @@ const DEVICES = 3;
  */
 describe('crash test: SIGKILL the whole service while readings flow', function () {
   this.timeout(900_000);
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-  let dataDir: string;
   let service: ServiceProcess | undefined;
   let sim: EdgeSim | undefined;
-
-  before(async () => {
-    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
-    dataDir = await tempDirectory('crash');
-  });
-  after(async () => {
-    await sim?.stop(0);
-    await service?.kill();
-    await closeEventStore({ db, store });
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const suite = storeAndDirectoryForSuite(
+    'crash',
+    async () => {
+      await sim?.stop(0);
+      await service?.kill();
+    },
+    { idlePollMs: 50 },
+  );
 
   it(`loses no acknowledged reading and projects each exactly once across ${KILLS} kills`, async () => {
+    const { db, store, dataDir } = suite;
     const mqttPort = await freePort();
     const { files } = await provisionSimulatedAgent(store, {
       dataDir,

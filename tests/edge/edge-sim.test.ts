@@ -1,9 +1,8 @@
 import { once } from 'node:events';
 import { expect } from 'chai';
 import { findCapability } from '../../src/domain/catalogue/index.js';
-import { EdgeSim } from '../../src/edge-sim/index.js';
 import { connectedAgent, until } from '../support/edge-agent.js';
-import { startEdgeService, type EdgeService } from '../support/edge-service.js';
+import { edgeServiceForSuite } from '../support/edge-service.js';
 import { call } from '../support/registry.js';
 
 interface Candidate {
@@ -13,24 +12,16 @@ interface Candidate {
 }
 
 describe('edge path end to end: agent create -> edge-sim -> pairing -> readings in the state endpoint', () => {
-  let edge: EdgeService;
-  let sim: EdgeSim | undefined;
-
-  before(async () => {
-    edge = await startEdgeService();
-  });
-  after(async () => {
-    await sim?.stop(1000);
-    await edge.close();
-  });
+  const suite = edgeServiceForSuite();
 
   it('adopts one candidate and rejects another; the adopted device reports through its public id', async () => {
+    const { edge } = suite;
     const agent = await connectedAgent(edge, {
       timezone: 'Europe/Paris',
       sim: { devices: 4, rate: 6, seed: 42, backoff: { initialMs: 100, maxMs: 1000 } },
     });
-    const { token, hubId, sim: connected } = agent;
-    sim = connected;
+    const { token, hubId } = agent;
+    const sim = suite.stopAfter(agent.sim);
 
     const opened = await call(edge, 'POST', '/v1/pairing/sessions', { token, body: { hubId } });
     expect(opened.status).to.equal(201);

@@ -128,36 +128,32 @@ describe('MQTT topic contract (dc/v1)', function () {
       });
     }
 
+    const candidateTopic: UplinkTopic = { kind: 'pairingCandidate', agentId: 'ag-1' };
+    const bulb = {
+      sessionId: 'ps-1',
+      ieeeAddr: '0x00124b0018e2a1b2',
+      manufacturer: 'IKEA of Sweden',
+      model: 'TRADFRI bulb E27',
+      capabilities: ['binary.switch'],
+    };
+
     it('validates a pairing candidate', function () {
-      const topic: UplinkTopic = { kind: 'pairingCandidate', agentId: 'ag-1' };
-      const candidate = {
-        sessionId: 'ps-1',
-        ieeeAddr: '0x00124b0018e2a1b2',
-        manufacturer: 'IKEA of Sweden',
-        model: 'TRADFRI bulb E27',
-        capabilities: ['binary.switch'],
-      };
-      expect(parseUplinkPayload(topic, json(candidate)).payload).to.deep.equal(candidate);
+      expect(parseUplinkPayload(candidateTopic, json(bulb)).payload).to.deep.equal(bulb);
       expect(
-        rejection(() => parseUplinkPayload(topic, json({ ...candidate, ieeeAddr: '12:34' }))).reason,
+        rejection(() => parseUplinkPayload(candidateTopic, json({ ...bulb, ieeeAddr: '12:34' }))).reason,
       ).to.equal('invalid_payload');
     });
 
     it('strips the NUL padding of a candidate manufacturer and model, and refuses broken unicode', function () {
-      const topic: UplinkTopic = { kind: 'pairingCandidate', agentId: 'ag-1' };
-      const candidate = {
-        sessionId: 'ps-1',
-        ieeeAddr: '0x00124b0018e2a1b2',
-        manufacturer: '_TZ3000_abc\u0000\u0000\u0000',
-        model: 'TS0601\u0000',
-        capabilities: ['binary.switch'],
-      };
-      expect(parseUplinkPayload(topic, json(candidate)).payload).to.include({
+      const candidate = { ...bulb, manufacturer: '_TZ3000_abc\u0000\u0000\u0000', model: 'TS0601\u0000' };
+      expect(parseUplinkPayload(candidateTopic, json(candidate)).payload).to.include({
         manufacturer: '_TZ3000_abc',
         model: 'TS0601',
       });
       for (const broken of ['\u0000\u0000', 'bulb \ud800', '\udc00 lamp', 'a\u0000b']) {
-        const error = rejection(() => parseUplinkPayload(topic, json({ ...candidate, model: broken })));
+        const error = rejection(() =>
+          parseUplinkPayload(candidateTopic, json({ ...candidate, model: broken })),
+        );
         expect(error.reason, broken).to.equal('invalid_payload');
       }
     });

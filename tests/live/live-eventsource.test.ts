@@ -1,14 +1,12 @@
-import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
 import { EventSource, type FetchLike } from 'eventsource';
 import { loadConfig } from '../../src/config.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { freePort } from '../../src/infra/ports.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { databaseAndDirectoryForSuite } from '../support/database.js';
 import { eventStoreOver } from '../support/event-store.js';
 import { recordReadings } from '../support/readings.js';
-import { tempDirectory } from '../support/run-directory.js';
 import { projectWithClient, requestToken } from '../support/tenants.js';
 
 const HOUR_MS = 3_600_000;
@@ -20,23 +18,16 @@ const HOUR_MS = 3_600_000;
  */
 describe('GET /v1/live with a standard SSE client (eventsource)', function () {
   this.timeout(120_000);
-  let db: TestDatabase;
-  let dataDir: string;
   let service: RunningService | undefined;
   let source: EventSource | undefined;
 
-  before(async () => {
-    db = await freshDatabase();
-    dataDir = await tempDirectory('live-eventsource');
-  });
-  after(async () => {
+  const suite = databaseAndDirectoryForSuite('live-eventsource', async () => {
     source?.close();
     await service?.stop();
-    await db.drop();
-    await rm(dataDir, { recursive: true, force: true });
   });
 
   it('resumes across a restart of the service and a token renewal in its fetch option: no gap, no duplicate', async () => {
+    const { db, dataDir } = suite;
     const port = await freePort();
     const config = loadConfig({
       DATABASE_URL: db.url,

@@ -1,5 +1,4 @@
 import { once } from 'node:events';
-import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { expect } from 'chai';
@@ -19,12 +18,12 @@ import { createSite } from '../../src/registry/sites.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
 import { FrameIds } from '../../src/api/live/frame-id.js';
 import { cursorKeys } from '../../src/api/pagination/cursor-keys.js';
-import { compareLiveFrames, framesInStore, type StreamFrame } from '../../tools/soak/live-check.js';
-import { freshDatabase, type TestDatabase } from '../support/database.js';
+import { compareLiveFrames, framesInStore, sawNoGap, type StreamFrame } from '../../tools/soak/live-check.js';
+import { databaseAndDirectoryForSuite } from '../support/database.js';
 import { adoptSimulatedFleet } from '../support/edge-agent.js';
+import { edgeEnvironment } from '../support/edge-service.js';
 import { freePort } from '../../src/infra/ports.js';
 import { requestToken } from '../support/tenants.js';
-import { tempDirectory } from '../support/run-directory.js';
 
 const CLIENTS = 24;
 const API_PROCESSES = 2;
@@ -42,8 +41,6 @@ const SEED = 29;
  */
 describe('live stream reliability: reconnects during continuous ingest', function () {
   this.timeout(300_000);
-  let db: TestDatabase;
-  let dataDir: string;
   let core: RunningService | undefined;
   const apis: (RunningService | undefined)[] = [];
   // Watches, changes nothing: `offer` returns true when a live frame takes a stream past its bound.
@@ -51,24 +48,18 @@ describe('live stream reliability: reconnects during continuous ingest', functio
 
   before(async () => {
     offers = sinon.spy(LiveStream.prototype, 'offer');
-    db = await freshDatabase();
-    dataDir = await tempDirectory('live');
   });
-  after(async () => {
+  const suite = databaseAndDirectoryForSuite('live', async () => {
     offers.restore();
     for (const api of apis) await api?.stop();
     await core?.stop();
-    await db.drop();
-    await rm(dataDir, { recursive: true, force: true });
   });
 
   it(`loses and doubles no frame across ${RECONNECTS}+ reconnects`, async () => {
+    const { db, dataDir } = suite;
     const mqttPort = await freePort();
     const env = {
-      DATABASE_URL: db.url,
-      DATA_DIR: dataDir,
-      MQTT_PORT: String(mqttPort),
-      MQTT_HOST: '127.0.0.1',
+      ...edgeEnvironment(db, dataDir, mqttPort),
       HTTP_HOST: '127.0.0.1',
       LOG_LEVEL: 'error',
       RATE_LIMIT_PER_SECOND: '100000',
@@ -270,15 +261,7 @@ describe('live stream reliability: reconnects during continuous ingest', functio
     expect(counts.clientDrops, 'client drops happened').to.be.greaterThan(0);
     expect(counts.shutdownCuts, 'server cuts on shutdown happened').to.be.greaterThan(0);
     expect(reconnects()).to.be.at.least(RECONNECTS);
-    const { gaps, duplicates, outOfOrder, unknown, altered, silentClients } = compared;
-    expect({ gaps, duplicates, outOfOrder, unknown, altered, silentClients }).to.deep.equal({
-      gaps: 0,
-      duplicates: 0,
-      outOfOrder: 0,
-      unknown: 0,
-      altered: 0,
-      silentClients: 0,
-    });
     expect(mismatches, 'frames that differ from the store').to.deep.equal([]);
+    expect(sawNoGap(compared), JSON.stringify(figure)).to.equal(true);
   });
 });

@@ -1,9 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { rm } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { expect } from 'chai';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
 import { devicesProjector } from '../../src/projections/devices/projector.js';
 import { stateProjector } from '../../src/projections/state/projector.js';
@@ -11,10 +9,8 @@ import { telemetryProjector } from '../../src/projections/telemetry/projector.js
 import { COUNT_RAW_READINGS } from '../../src/projections/telemetry/sql.js';
 import { compareWithReplay } from '../../tools/soak/replay-check.js';
 import { projectorsCaughtUp, waitFor } from '../../tools/soak/settle.js';
-import type { TestDatabase } from '../support/database.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { storeAndDirectoryForSuite } from '../support/event-store.js';
 import { startEventWriter, type EventWriter } from '../support/event-writer.js';
-import { tempDirectory } from '../support/run-directory.js';
 
 const FIXTURE = 'tests/fixtures/read-model-projector-process.ts';
 const TARGETS = ['state', 'telemetry', 'devices'] as const;
@@ -27,26 +23,25 @@ const TARGETS = ['state', 'telemetry', 'devices'] as const;
  */
 describe('projector crash test: SIGKILL the real projectors inside a batch', function () {
   this.timeout(600_000);
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-  let dataDir: string;
   let child: ChildProcess | undefined;
   let writer: EventWriter | undefined;
-
-  before(async () => {
-    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
-    dataDir = await tempDirectory('projector-crash');
-  });
-  after(async () => {
-    await writer?.stop();
-    child?.kill('SIGKILL');
-    await closeEventStore({ db, store });
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const suite = storeAndDirectoryForSuite(
+    'projector-crash',
+    async () => {
+      await writer?.stop();
+      child?.kill('SIGKILL');
+    },
+    { idlePollMs: 50 },
+  );
 
   function startProjectors(holdProjector?: string): ChildProcess {
     return spawn(process.execPath, ['--import', 'tsx', FIXTURE], {
-      env: { ...process.env, DATABASE_URL: db.url, HOLD_PROJECTOR: holdProjector ?? '', HOLD_MS: '20000' },
+      env: {
+        ...process.env,
+        DATABASE_URL: suite.db.url,
+        HOLD_PROJECTOR: holdProjector ?? '',
+        HOLD_MS: '20000',
+      },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
   }
@@ -66,6 +61,7 @@ describe('projector crash test: SIGKILL the real projectors inside a batch', fun
   }
 
   it('leaves state, telemetry and devices equal to a clean replay after kills mid-batch', async () => {
+    const { db, store, dataDir } = suite;
     writer = await startEventWriter(store, { dataDir });
 
     const landed: { projector: string; state: string; xid: boolean; checkpointKept: boolean }[] = [];

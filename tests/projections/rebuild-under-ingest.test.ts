@@ -1,17 +1,13 @@
-import { rm } from 'node:fs/promises';
 import { expect } from 'chai';
-import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { createLogger } from '../../src/infra/logger.js';
 import { readCheckpoint } from '../../src/projections/checkpoints.js';
 import { devicesProjector } from '../../src/projections/devices/projector.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { compareWithReplay } from '../../tools/soak/replay-check.js';
 import { projectorsCaughtUp, waitFor } from '../../tools/soak/settle.js';
-import type { TestDatabase } from '../support/database.js';
 import { devcloudLines } from '../support/devcloud.js';
-import { closeEventStore, openEventStore } from '../support/event-store.js';
+import { storeAndDirectoryForSuite } from '../support/event-store.js';
 import { startEventWriter, type EventWriter } from '../support/event-writer.js';
-import { tempDirectory } from '../support/run-directory.js';
 
 /**
  * `devcloud projections rebuild devices` runs while devices keep being adopted (and readings keep arriving)
@@ -21,24 +17,19 @@ import { tempDirectory } from '../support/run-directory.js';
  */
 describe('projection rebuild while events keep arriving', function () {
   this.timeout(600_000);
-  let db: TestDatabase;
-  let store: PostgresEventStore;
-  let dataDir: string;
   let writer: EventWriter | undefined;
   const live = new AbortController();
-
-  before(async () => {
-    ({ db, store } = await openEventStore({ idlePollMs: 50 }));
-    dataDir = await tempDirectory('rebuild');
-  });
-  after(async () => {
-    live.abort();
-    await writer?.stop();
-    await closeEventStore({ db, store });
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const suite = storeAndDirectoryForSuite(
+    'rebuild',
+    async () => {
+      live.abort();
+      await writer?.stop();
+    },
+    { idlePollMs: 50 },
+  );
 
   it('swaps in a table equal to a clean replay, losing nothing written during the rebuild', async () => {
+    const { db, store, dataDir } = suite;
     const projector = devicesProjector();
     const runner = runProjector(db.pool, store, projector, {
       batchSize: 50,

@@ -1,13 +1,15 @@
 import { setMaxListeners } from 'node:events';
 import type { Server } from 'node:http';
 import { createApiApp, createLiveHub } from '../../src/api/app.js';
-import { ProjectionLagMonitor } from '../../src/projections/lag-monitor.js';
+import { startLagMonitor } from '../../src/projections/lag-monitor.js';
 import type { LiveHub } from '../../src/api/live/hub.js';
 import { createHttpServer, listen } from '../../src/api/server.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
+import type { EventStore } from '../../src/eventstore/port.js';
 import { createMetrics } from '../../src/infra/metrics.js';
 import { catchUpProjector } from '../../src/projections/catch-up.js';
+import type { Projector } from '../../src/projections/projector.js';
 import { runProjector } from '../../src/projections/runner.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { committedHead, type TestDatabase } from './database.js';
@@ -30,6 +32,17 @@ export interface TestApi {
   /** Every read model reaches `position` (default: the store's head now); never returns earlier. */
   catchUp(position?: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** What TestApi.catchUp does over a database and its store: each projector reaches `position` (default: the head now). */
+export async function catchUpAll(
+  db: TestDatabase,
+  store: EventStore,
+  projectors: readonly Projector[],
+  position?: string,
+): Promise<void> {
+  const target = position ?? (await committedHead(db.pool));
+  for (const p of projectors) await catchUpProjector(db.pool, store, p, 2000, target);
 }
 
 export async function startTestApi(
@@ -65,15 +78,7 @@ export async function startTestApi(
   const live = createLiveHub({ config, logger, store, pool: db.pool, now: options.now });
   await live.start();
   // As the api role runs it (src/runtime/service.ts): lag on /health, /metrics and the state answers.
-  const lag = new ProjectionLagMonitor({
-    pool: db.pool,
-    store,
-    projectors,
-    intervalMs: config.PROJECTION_LAG_INTERVAL_MS,
-    logger,
-    metrics,
-  });
-  await lag.start();
+  const lag = await startLagMonitor(db.pool, { store, projectors, config, logger, metrics });
   const limits = await openClusterLimits(config, logger, { streamLeaseMs: options.streamLeaseMs });
   const app = createApiApp({
     config,
@@ -100,10 +105,7 @@ export async function startTestApi(
     store,
     config,
     live,
-    async catchUp(position?: string) {
-      const target = position ?? (await committedHead(db.pool));
-      for (const p of projectors) await catchUpProjector(db.pool, store, p, 2000, target);
-    },
+    catchUp: (position) => catchUpAll(db, store, projectors, position),
     async close() {
       await lag.stop();
       await live.close();

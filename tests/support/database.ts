@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { createLogger } from '../../src/infra/logger.js';
@@ -8,7 +9,7 @@ import { migrate } from '../../src/infra/postgres/migrate.js';
 import { EVENT_STORE_FUNCTIONS } from '../../src/eventstore/postgres/functions/install-order.js';
 import { createLockPool, createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { freePort } from '../../src/infra/ports.js';
-import { removeRunDirectory, runDirectory, RUN_ID } from './run-directory.js';
+import { removeRunDirectory, runDirectory, RUN_ID, tempDirectory } from './run-directory.js';
 
 /**
  * Tests run against a real PostgreSQL: the server named by DATABASE_URL when set (CI's own server), else an
@@ -132,4 +133,34 @@ export async function committedHead(pool: Pool): Promise<string | undefined> {
       ORDER BY e.transaction_id DESC, e.global_position DESC LIMIT 1`,
   );
   return rows[0] ? encodePgPosition(rows[0].transaction_id, rows[0].global_position) : undefined;
+}
+
+/**
+ * A fresh database and a temporary directory for a suite whose tests run services or processes on them
+ * (mocha's hooks): after the suite, `stopFirst` stops those, then the database is dropped and the directory
+ * removed. Read `db` and `dataDir` inside the tests.
+ */
+export function databaseAndDirectoryForSuite(
+  prefix: string,
+  stopFirst: () => Promise<void>,
+): { readonly db: TestDatabase; readonly dataDir: string } {
+  let db: TestDatabase | undefined;
+  let dataDir: string | undefined;
+  before(async () => {
+    db = await freshDatabase();
+    dataDir = await tempDirectory(prefix);
+  });
+  after(async () => {
+    await stopFirst();
+    await db?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+  return {
+    get db() {
+      return db!;
+    },
+    get dataDir() {
+      return dataDir!;
+    },
+  };
 }

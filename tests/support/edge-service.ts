@@ -3,14 +3,14 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { loadConfig, type Config } from '../../src/config.js';
+import type { EdgeSim } from '../../src/edge-sim/index.js';
 import type { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import { freePort } from '../../src/infra/ports.js';
-import { catchUpProjector } from '../../src/projections/catch-up.js';
 import { allProjectors } from '../../src/runtime/projectors.js';
 import { startService, type RunningService } from '../../src/runtime/service.js';
-import type { TestApi } from './api-harness.js';
+import { catchUpAll, type TestApi } from './api-harness.js';
 import { tempDirectory } from './run-directory.js';
-import { committedHead, freshDatabase, type TestDatabase } from './database.js';
+import { freshDatabase, type TestDatabase } from './database.js';
 import { serviceLogger } from './service-log.js';
 
 const run = promisify(execFile);
@@ -31,6 +31,17 @@ export interface EdgeService extends TestApi {
   cli(...args: string[]): Promise<Record<string, unknown>>;
 }
 
+/** The settings that put a service on a test database, a DATA_DIR and a broker on a local port. */
+export function edgeEnvironment(db: TestDatabase, dataDir: string, mqttPort: number): Record<string, string> {
+  return {
+    DATABASE_URL: db.url,
+    DATA_DIR: dataDir,
+    MQTT_PORT: String(mqttPort),
+    MQTT_HOST: '127.0.0.1',
+    MQTT_PUBLIC_URL: `mqtts://127.0.0.1:${mqttPort}`,
+  };
+}
+
 export async function startEdgeService(
   options: {
     roles?: Config['ROLES'];
@@ -43,13 +54,7 @@ export async function startEdgeService(
   const db = options.db ?? (await freshDatabase());
   const dataDir = await tempDirectory('edge');
   const mqttPort = await freePort();
-  const env = {
-    DATABASE_URL: db.url,
-    DATA_DIR: dataDir,
-    MQTT_PORT: String(mqttPort),
-    MQTT_HOST: '127.0.0.1',
-    MQTT_PUBLIC_URL: `mqtts://127.0.0.1:${mqttPort}`,
-  };
+  const env = edgeEnvironment(db, dataDir, mqttPort);
   const config = loadConfig({
     ...env,
     LOG_LEVEL: 'silent',
@@ -72,10 +77,7 @@ export async function startEdgeService(
     mqttPort,
     dataDir,
     env,
-    async catchUp(position?: string) {
-      const target = position ?? (await committedHead(db.pool));
-      for (const p of allProjectors()) await catchUpProjector(db.pool, store, p, 2000, target);
-    },
+    catchUp: (position) => catchUpAll(db, store, allProjectors(), position),
     async cli(...args) {
       const { stdout } = await run(process.execPath, [CLI, ...args, '--json'], {
         env: { ...process.env, ...env, LOG_LEVEL: 'warn' },
@@ -88,6 +90,31 @@ export async function startEdgeService(
       await service.stop();
       await db.drop();
       await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * One edge service for the suite that calls it (mocha's hooks): read `edge` inside the tests. A simulator
+ * handed to `stopAfter` is stopped after the suite, before the service closes.
+ */
+export function edgeServiceForSuite(): { readonly edge: EdgeService; stopAfter(sim: EdgeSim): EdgeSim } {
+  let edge: EdgeService | undefined;
+  let sim: EdgeSim | undefined;
+  before(async () => {
+    edge = await startEdgeService();
+  });
+  after(async () => {
+    await sim?.stop(1000);
+    await edge?.close();
+  });
+  return {
+    get edge() {
+      return edge!;
+    },
+    stopAfter(started) {
+      sim = started;
+      return started;
     },
   };
 }

@@ -2,7 +2,7 @@ import sinon from 'sinon';
 import { PostgresEventStore } from '../../src/eventstore/postgres/adapter.js';
 import type { Logger } from '../../src/infra/logger.js';
 import type { EventStore } from '../../src/eventstore/port.js';
-import { freshDatabase, type TestDatabase } from './database.js';
+import { databaseAndDirectoryForSuite, freshDatabase, type TestDatabase } from './database.js';
 import { until } from './edge-agent.js';
 
 /** A fresh migrated database with a PostgreSQL event store over it: what most suites start from. */
@@ -60,6 +60,37 @@ function eventStoreBetween(
     },
     get store() {
       return running.store!;
+    },
+  };
+}
+
+/**
+ * One store and one temporary directory for a suite whose tests run processes against them (mocha's hooks):
+ * after the suite, `stopFirst` stops those processes, then the store closes and the directory goes. Read
+ * `db`, `store` and `dataDir` inside the tests.
+ */
+export function storeAndDirectoryForSuite(
+  prefix: string,
+  stopFirst: () => Promise<void>,
+  options: StoreOptions = {},
+): RunningEventStore & { readonly dataDir: string } {
+  let store: PostgresEventStore | undefined;
+  const suite = databaseAndDirectoryForSuite(prefix, async () => {
+    await stopFirst();
+    await store?.close();
+  });
+  before(() => {
+    store = eventStoreOver(suite.db, options);
+  });
+  return {
+    get db() {
+      return suite.db;
+    },
+    get store() {
+      return store!;
+    },
+    get dataDir() {
+      return suite.dataDir;
     },
   };
 }

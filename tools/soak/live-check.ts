@@ -78,33 +78,36 @@ export function compareLiveFrames(
   expected: readonly StreamFrame[],
 ): LiveComparison {
   const index = new Map(expected.map((f, i) => [f.id, i]));
-  let framesCompared = 0;
-  let gaps = 0;
-  let duplicates = 0;
-  let outOfOrder = 0;
-  let unknown = 0;
-  let altered = 0;
-  let silentClients = 0;
+  // The tallies, in the order the comparison reports them.
+  const tally = {
+    framesCompared: 0,
+    gaps: 0,
+    duplicates: 0,
+    outOfOrder: 0,
+    unknown: 0,
+    altered: 0,
+    silentClients: 0,
+  };
   const mismatches: LiveComparison['mismatches'][number][] = [];
   received.forEach((frames, client) => {
-    framesCompared += frames.length;
+    tally.framesCompared += frames.length;
     if (frames.length === 0) {
-      silentClients += 1;
+      tally.silentClients += 1;
       return;
     }
     const seen = new Set<string>();
     frames.forEach((frame, i) => {
       const stored = index.get(frame.id);
-      if (stored === undefined) unknown += 1;
-      else if (expected[stored]!.text !== frame.text) altered += 1;
-      if (seen.has(frame.id)) duplicates += 1;
+      if (stored === undefined) tally.unknown += 1;
+      else if (expected[stored]!.text !== frame.text) tally.altered += 1;
+      if (seen.has(frame.id)) tally.duplicates += 1;
       seen.add(frame.id);
       const before = i > 0 ? index.get(frames[i - 1]!.id) : undefined;
-      if (stored !== undefined && before !== undefined && !(stored > before)) outOfOrder += 1;
+      if (stored !== undefined && before !== undefined && !(stored > before)) tally.outOfOrder += 1;
     });
     const start = index.get(frames[0]!.id);
     const want = start === undefined ? [] : expected.slice(start);
-    gaps += want.filter((f) => !seen.has(f.id)).length;
+    tally.gaps += want.filter((f) => !seen.has(f.id)).length;
     // Item by item: a deep-equal diff of thousands of frames would take minutes to print.
     let at = want.findIndex((f, i) => frames[i]?.id !== f.id || frames[i]?.text !== f.text);
     if (at < 0 && frames.length !== want.length) at = want.length;
@@ -120,13 +123,7 @@ export function compareLiveFrames(
   });
   return {
     clients: received.length,
-    framesCompared,
-    gaps,
-    duplicates,
-    outOfOrder,
-    unknown,
-    altered,
-    silentClients,
+    ...tally,
     clientsDiffering: mismatches.length,
     mismatches: mismatches.slice(0, 3),
   };

@@ -41,8 +41,11 @@ export async function checkReadings(
   store: EventStore,
   ledger: MessageLedger,
 ): Promise<ReadingsReport> {
+  // The faults, in the order the report lists them; each is counted with a few of its keys as examples.
+  const faults = { lost: 0, duplicated: 0, altered: 0, unknown: 0, projectionMissing: 0, projectionExtra: 0 };
   const examples: Record<string, string[]> = {};
-  const note = (kind: string, key: string) => {
+  const fault = (kind: keyof typeof faults, key: string, count = 1) => {
+    faults[kind] += count;
     const list = (examples[kind] ??= []);
     if (list.length < 5) list.push(key);
   };
@@ -71,8 +74,6 @@ export async function checkReadings(
 
   let messagesAcked = 0;
   let readingsAcked = 0;
-  let lost = 0;
-  let altered = 0;
   let resent = 0;
   let redeliveredAfterStored = 0;
   const expectedRaw = new Map<string, number>();
@@ -84,15 +85,13 @@ export async function checkReadings(
       if (copy && copy.receivedMs < entry.lastSentMs) redeliveredAfterStored += 1;
     }
     if (copy && copy.readings !== contentOf(entry.readings)) {
-      altered += 1;
-      note('altered', key);
+      fault('altered', key);
     }
     if (!entry.acked) continue;
     messagesAcked += 1;
     readingsAcked += entry.readings.length;
     if (!copy) {
-      lost += 1;
-      note('lost', key);
+      fault('lost', key);
       continue;
     }
     for (const r of entry.readings) {
@@ -100,17 +99,13 @@ export async function checkReadings(
       expectedRaw.set(row, (expectedRaw.get(row) ?? 0) + 1);
     }
   }
-  let duplicated = 0;
-  let unknown = 0;
   for (const [key, copy] of stored) {
     if (copy.count > 1) {
-      duplicated += 1;
-      note('duplicated', key);
+      fault('duplicated', key);
     }
     const [deviceId, seq] = key.split('#');
     if (!ledger.get(deviceId!, Number(seq))) {
-      unknown += 1;
-      note('unknown', key);
+      fault('unknown', key);
     }
   }
 
@@ -125,13 +120,10 @@ export async function checkReadings(
     const key = rawKey(r.device_id, r.capability, Number(r.ms), r.value);
     projected.set(key, (projected.get(key) ?? 0) + 1);
   }
-  let projectionMissing = 0;
-  let projectionExtra = 0;
   for (const [key, n] of expectedRaw) {
     const have = projected.get(key) ?? 0;
     if (have < n) {
-      projectionMissing += n - have;
-      note('projectionMissing', key);
+      fault('projectionMissing', key, n - have);
     }
   }
   // Rows of stored but unacknowledged messages are expected; rows beyond the stored copies are not.
@@ -146,8 +138,7 @@ export async function checkReadings(
   for (const [key, have] of projected) {
     const allowed = storedRaw.get(key) ?? 0;
     if (have > allowed) {
-      projectionExtra += have - allowed;
-      note('projectionExtra', key);
+      fault('projectionExtra', key, have - allowed);
     }
   }
 
@@ -157,12 +148,7 @@ export async function checkReadings(
     messagesStored: stored.size,
     readingsStored,
     readingsProjected: rows.length,
-    lost,
-    duplicated,
-    altered,
-    unknown,
-    projectionMissing,
-    projectionExtra,
+    ...faults,
     resent,
     redeliveredAfterStored,
     examples,

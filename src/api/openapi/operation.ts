@@ -56,9 +56,13 @@ export function secured(scope: ScopeName, operation: Json & { responses: Json })
   };
 }
 
-/** An operation whose 403 says more than a missing scope (policy refusals, a scope that depends on the body). */
-export function withForbidden(operation: Json & { responses: Json }, description: string): Json {
-  return { ...operation, responses: { ...operation.responses, 403: error(description) } };
+/**
+ * A write decided on a device's stream behind the safety gate: its 403 says more than a missing scope (policy
+ * refusals, a scope that depends on the body), and a stream too contended to append to answers 503.
+ */
+export function gatedWrite(scope: ScopeName, operation: Json & { responses: Json }, forbidden: string): Json {
+  const declared = secured(scope, operation);
+  return { ...declared, responses: { ...declared.responses, 403: error(forbidden), 503: CONTENDED } };
 }
 
 export const PUBLIC_HOUR = {
@@ -87,7 +91,7 @@ export const UNAVAILABLE = {
   content: { 'application/json': { schema: ref('Error') } },
 };
 
-export const CONTENDED = {
+const CONTENDED = {
   description:
     'Too many concurrent writes on the device (`contention`); nothing was recorded. Retry after Retry-After.',
   headers: { 'Retry-After': header('RetryAfter') },

@@ -15,7 +15,7 @@ import { commandCursors } from '../pagination/command-cursor.js';
 import { noQuerySchema, parseBody, parseQuery, queryProblem } from '../validation.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, pageLimitSchema } from './devices.js';
 import {
-  CONTENDED,
+  gatedWrite,
   error,
   INVALID_QUERY,
   jsonBody,
@@ -24,7 +24,6 @@ import {
   pathParameter,
   queryParameters,
   secured,
-  withForbidden,
   type OperationDeclaration,
 } from '../openapi/operation.js';
 
@@ -239,8 +238,9 @@ export const commandOperations: readonly OperationDeclaration[] = [
   [
     'post',
     '/v1/devices/:publicId/commands',
-    withForbidden(
-      secured('commands:write', {
+    gatedWrite(
+      'commands:write',
+      {
         operationId: 'sendCommand',
         summary: 'Send a command to a writable capability, behind the safety gate',
         description:
@@ -264,9 +264,8 @@ export const commandOperations: readonly OperationDeclaration[] = [
             'A body that does not fit (`invalid_request`; a challengeId on an S1/S2 command is ' +
               '`challenge_not_applicable`), or a value that fails the capability (`invalid_value`) when no policy reason stands.',
           ),
-          503: CONTENDED,
         },
-      }),
+      },
       'Without reasons: the token lacks commands:write, or commands:high_risk for an S3 capability. With ' +
         'reasons[]: a safety refusal; a missing or foreign device is `device_not_addressable` (never 404). A first ' +
         'S3 request that passes everything else answers `["challenge_required"]` and `challenge {challengeId, expiresAt}`; ' +

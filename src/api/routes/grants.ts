@@ -13,8 +13,7 @@ import { missingScope, unauthenticated } from '../http-errors.js';
 import { requireScope } from '../auth/require-scope.js';
 import { noQuerySchema, parseBody, parseQuery } from '../validation.js';
 import {
-  withForbidden,
-  CONTENDED,
+  gatedWrite,
   error,
   INVALID_QUERY,
   jsonBody,
@@ -133,8 +132,9 @@ export const grantOperations: readonly OperationDeclaration[] = [
   [
     'put',
     '/v1/devices/:publicId/capability-grants',
-    withForbidden(
-      secured('grants:revoke', {
+    gatedWrite(
+      'grants:revoke',
+      {
         operationId: 'setCapabilityGrant',
         summary: 'Enable (write true, grants:admin) or revoke (write false, grants:revoke) one write grant',
         description:
@@ -151,9 +151,8 @@ export const grantOperations: readonly OperationDeclaration[] = [
           422: error(
             'Unknown capability, read-only capability, or one the device does not have (`invalid_value`).',
           ),
-          503: CONTENDED,
         },
-      }),
+      },
       'The token lacks grants:revoke, or grants:admin to enable (`forbidden`, no reasons).',
     ),
   ],

@@ -45,18 +45,18 @@ async function* batches(
   });
   feed.attach(source);
 
-  const onData = (resolved: ClientResolvedEvent) => feed.receive(resolved, wanted);
-  const onCaughtUp = () => feed.signal({ kind: 'caughtUp' });
-  const onFellBehind = () => feed.signal({ kind: 'fellBehind' });
-  const onError = (error: unknown) => feed.fail(toPortError(error));
   const onEnd = () => feed.fail(new EventStoreUnavailableError('KurrentDB ended the $all subscription'));
   const onAbort = () => feed.stop();
-  source.on('data', onData);
-  source.on('caughtUp', onCaughtUp);
-  source.on('fellBehind', onFellBehind);
-  source.on('error', onError);
-  source.on('end', onEnd);
-  source.on('close', onEnd);
+  // One list, so that the finally block takes off exactly the listeners put on here.
+  const listeners: readonly (readonly [string, (arg: unknown) => void])[] = [
+    ['data', (resolved) => feed.receive(resolved as ClientResolvedEvent, wanted)],
+    ['caughtUp', () => feed.signal({ kind: 'caughtUp' })],
+    ['fellBehind', () => feed.signal({ kind: 'fellBehind' })],
+    ['error', (error) => feed.fail(toPortError(error))],
+    ['end', onEnd],
+    ['close', onEnd],
+  ];
+  for (const [name, listener] of listeners) source.on(name, listener);
   signal?.addEventListener('abort', onAbort, { once: true });
 
   try {
@@ -68,12 +68,7 @@ async function* batches(
   } finally {
     signal?.removeEventListener('abort', onAbort);
     feed.stop();
-    source.off('data', onData);
-    source.off('caughtUp', onCaughtUp);
-    source.off('fellBehind', onFellBehind);
-    source.off('end', onEnd);
-    source.off('close', onEnd);
-    source.off('error', onError);
+    for (const [name, listener] of listeners) source.off(name, listener);
     // The cancelled gRPC call may still report an error; with no listener it would crash the process.
     source.on('error', () => {});
     await source.unsubscribe().catch(() => {});

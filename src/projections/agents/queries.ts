@@ -1,3 +1,4 @@
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 
 export interface AgentRow {
@@ -40,15 +41,8 @@ export async function findAgentOfHub(pool: Pool, hubId: string): Promise<AgentRo
   return rows[0] && toAgent(rows[0]);
 }
 
-function toAgent(row: Row): AgentRow {
-  return {
-    agentId: row.agent_id,
-    projectId: row.project_id,
-    siteId: row.site_id,
-    hubId: row.hub_id,
-    revoked: row.revoked,
-    deviceIds: [row.hub_id, ...row.children],
-  };
+function toAgent({ children, ...columns }: Row): AgentRow {
+  return { ...camelCased(columns), deviceIds: [columns.hub_id, ...children] };
 }
 
 /** The agent that speaks for a device: the agent of its hub, or of the device itself when it is a hub. */
@@ -57,5 +51,5 @@ export async function findAgentIdOfDevice(
   deviceId: string,
 ): Promise<{ agentId: string; revoked: boolean } | undefined> {
   const { rows } = await pool.query<{ agent_id: string; revoked: boolean }>(AGENT_ID_OF_DEVICE, [deviceId]);
-  return rows[0] && { agentId: rows[0].agent_id, revoked: rows[0].revoked };
+  return rows[0] && camelCased(rows[0]);
 }

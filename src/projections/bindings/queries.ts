@@ -1,3 +1,4 @@
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 
 export interface BindingRecord {
@@ -24,12 +25,5 @@ export async function listBindings(pool: Pool, projectId: string): Promise<Bindi
     channel_mapping: Record<string, string>;
     created_at: Date;
   }>(BINDINGS_OF_PROJECT, [projectId]);
-  return rows.map((r) => ({
-    bindingId: r.binding_id,
-    deviceId: r.device_id,
-    resourceType: r.resource_type,
-    resourceId: r.resource_id,
-    channelMapping: r.channel_mapping,
-    createdAt: r.created_at,
-  }));
+  return rows.map(camelCased);
 }

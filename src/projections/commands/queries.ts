@@ -1,3 +1,4 @@
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { keysetPage, type PageRequest } from '../keyset-page.js';
 
@@ -87,19 +88,7 @@ export async function findCommand(
   return rows[0] && toRow(rows[0]);
 }
 
-function toRow(r: Row): CommandRow {
-  return {
-    commandId: r.command_id,
-    deviceId: r.device_id,
-    capability: r.capability,
-    value: r.value,
-    mode: r.mode,
-    ttlSeconds: r.ttl_seconds,
-    status: r.status,
-    acceptedAt: r.accepted_at,
-    expiresAt: r.expires_at,
-    updatedAt: r.updated_at,
-    attempts: r.attempts,
-    outcome: r.outcome,
-  };
+/** The record of a row; `seq` only orders pages. */
+function toRow({ seq: _seq, ...columns }: Row): CommandRow {
+  return camelCased(columns);
 }

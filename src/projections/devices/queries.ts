@@ -1,3 +1,4 @@
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { keysetPage, type PageRequest } from '../keyset-page.js';
 
@@ -93,17 +94,7 @@ export async function findDevice(
   return rows[0] && toRecord(rows[0]);
 }
 
-function toRecord(row: DeviceRow): DeviceRecord {
-  return {
-    deviceId: row.device_id,
-    status: row.status,
-    manufacturer: row.manufacturer,
-    productModel: row.product_model,
-    parentHubId: row.parent_hub_id,
-    siteId: row.site_id,
-    kind: row.kind,
-    profile: row.profile,
-    capabilities: row.capabilities,
-    createdAt: row.created_at,
-  };
+/** The record of a row; `seq` only orders pages. */
+function toRecord({ seq: _seq, ...columns }: DeviceRow): DeviceRecord {
+  return camelCased(columns);
 }

@@ -1,4 +1,5 @@
 import type { Actor } from '../../domain/events/actor.js';
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 
 export interface GrantRow {
@@ -20,10 +21,5 @@ export async function grantsOfDevice(pool: Pool, projectId: string, deviceId: st
     changed_by: Actor | null;
     changed_at: Date;
   }>(GRANTS_OF_DEVICE, [projectId, deviceId]);
-  return rows.map((r) => ({
-    capability: r.capability,
-    state: r.state,
-    changedBy: r.changed_by,
-    changedAt: r.changed_at,
-  }));
+  return rows.map(camelCased);
 }

@@ -1,4 +1,5 @@
 import type { CandidateState, CloseReason, WindowState } from '../../domain/pairing/index.js';
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 
 export interface PairingSessionRow {
@@ -67,12 +68,12 @@ export async function findPairingSession(
   sessionId: string,
 ): Promise<PairingSessionRow | undefined> {
   const { rows } = await pool.query<SessionDbRow>(SESSION_BY_ID, [sessionId, projectId]);
-  return rows[0] && toSession(rows[0]);
+  return rows[0] && camelCased(rows[0]);
 }
 
 export async function listCandidates(pool: Pool, sessionId: string): Promise<PairingCandidateRow[]> {
   const { rows } = await pool.query<CandidateDbRow>(CANDIDATES_OF_SESSION, [sessionId]);
-  return rows.map(toCandidate);
+  return rows.map(camelCased);
 }
 
 export async function findCandidate(
@@ -81,13 +82,13 @@ export async function findCandidate(
   ieeeAddr: string,
 ): Promise<PairingCandidateRow | undefined> {
   const { rows } = await pool.query<CandidateDbRow>(CANDIDATE, [sessionId, ieeeAddr]);
-  return rows[0] && toCandidate(rows[0]);
+  return rows[0] && camelCased(rows[0]);
 }
 
 /** Every window the read model still shows open, earliest deadline first. */
 export async function listOpenSessions(pool: Pool): Promise<PairingSessionRow[]> {
   const { rows } = await pool.query<SessionDbRow>(OPEN_SESSIONS);
-  return rows.map(toSession);
+  return rows.map(camelCased);
 }
 
 export async function findOpenSessionOfHub(
@@ -95,7 +96,7 @@ export async function findOpenSessionOfHub(
   hubId: string,
 ): Promise<PairingSessionRow | undefined> {
   const { rows } = await pool.query<SessionDbRow>(OPEN_SESSION_OF_HUB, [hubId]);
-  return rows[0] && toSession(rows[0]);
+  return rows[0] && camelCased(rows[0]);
 }
 
 /** What a hub's agent must know after reconnecting: the devices adopted through it, the addresses refused. */
@@ -111,33 +112,7 @@ export async function listHubDecisions(
     pool.query<{ session_id: string; ieee_addr: string }>(REJECTED_ON_HUB, [hubId]),
   ]);
   return {
-    adopted: adopted.rows.map(toCandidate),
-    rejected: rejected.rows.map((r) => ({ sessionId: r.session_id, ieeeAddr: r.ieee_addr })),
-  };
-}
-
-function toSession(row: SessionDbRow): PairingSessionRow {
-  return {
-    sessionId: row.session_id,
-    projectId: row.project_id,
-    hubId: row.hub_id,
-    state: row.state,
-    openedAt: row.opened_at,
-    closesAt: row.closes_at,
-    closedAt: row.closed_at,
-    closeReason: row.close_reason,
-  };
-}
-
-function toCandidate(row: CandidateDbRow): PairingCandidateRow {
-  return {
-    sessionId: row.session_id,
-    ieeeAddr: row.ieee_addr,
-    manufacturer: row.manufacturer,
-    productModel: row.product_model,
-    capabilities: row.capabilities,
-    state: row.state,
-    deviceId: row.device_id,
-    joinedAt: row.joined_at,
+    adopted: adopted.rows.map(camelCased),
+    rejected: rejected.rows.map(camelCased),
   };
 }

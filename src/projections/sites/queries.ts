@@ -1,3 +1,4 @@
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 
 export interface SiteRecord {
@@ -18,12 +19,7 @@ export async function listSites(pool: Pool, projectId: string): Promise<SiteReco
     SITES_OF_PROJECT,
     [projectId],
   );
-  return rows.map((r) => ({
-    siteId: r.site_id,
-    name: r.name,
-    timezone: r.timezone,
-    createdAt: r.created_at,
-  }));
+  return rows.map(camelCased);
 }
 
 const ONE_SITE =

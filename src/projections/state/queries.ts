@@ -1,3 +1,4 @@
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { DEVICE_PRESENCE, DEVICE_STATE } from './sql.js';
 
@@ -33,12 +34,6 @@ export async function readDeviceState(pool: Pool, deviceId: string): Promise<Dev
   return {
     connectivity: p?.connectivity ?? null,
     lastSeenAt: p?.last_seen_at ?? null,
-    entries: state.rows.map((r) => ({
-      capability: r.capability,
-      value: r.value,
-      unit: r.unit,
-      deviceTime: r.device_time,
-      serverTime: r.server_time,
-    })),
+    entries: state.rows.map(camelCased),
   };
 }

@@ -1,4 +1,5 @@
 import type { BucketStats, StoredResolution, TelemetryAggregation } from '../../domain/readings/index.js';
+import { camelCased } from '../../infra/postgres/camel-cased.js';
 import type { Pool } from '../../infra/postgres/pool.js';
 import { bind } from '../../infra/postgres/prepared.js';
 import {
@@ -116,13 +117,7 @@ export async function readRawReadings(
     device_time: Date | null;
     server_time: Date;
   }>(SELECT_RAW, [query.deviceId, query.capabilities, query.from, query.to, query.limit]);
-  return rows.map((r) => ({
-    capability: r.capability,
-    filedAt: r.filed_at,
-    value: r.value,
-    deviceTime: r.device_time,
-    serverTime: r.server_time,
-  }));
+  return rows.map(camelCased);
 }
 
 /**
