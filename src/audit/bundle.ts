@@ -225,7 +225,7 @@ function issue(error: z.ZodError): string {
 }
 
 /** Whether a PEM text holds an Ed25519 public key, the only kind audit keys are. */
-export function isAuditPublicKey(pem: string): boolean {
+function isAuditPublicKey(pem: string): boolean {
   try {
     return createPublicKey(pem).asymmetricKeyType === 'ed25519';
   } catch {

@@ -111,7 +111,7 @@ async function unsignedHeads(pool: Pool): Promise<UnsignedHead[]> {
 }
 
 /** The newest checkpoint of a project's audit stream, read from the mark on. */
-export async function newestCheckpoint(
+async function newestCheckpoint(
   store: EventStore,
   stream: string,
   fromRevision: bigint,

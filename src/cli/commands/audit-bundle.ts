@@ -23,7 +23,9 @@ export async function verifyBundleFile(
   const report = await verifyBundle(lines, { trustedKeys });
   if (!out.json) {
     for (const k of report.keys)
-      process.stdout.write(`key ${k.keyId} (${k.source}) sha256 ${k.fingerprint}: signed ${k.checkpoints} checkpoints\n`);
+      process.stdout.write(
+        `key ${k.keyId} (${k.source}) sha256 ${k.fingerprint}: signed ${k.checkpoints} checkpoints\n`,
+      );
   }
   reportVerification(out, report, { projectId: report.projectId, keys: report.keys });
 }

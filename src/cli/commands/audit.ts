@@ -85,7 +85,11 @@ export const auditCommands: CommandGroup = {
         'recording time. --trusted-keys FILE (from `audit keys export`) trusts only those keys. --bundle FILE ' +
         'verifies an exported bundle instead, offline: no database is opened.',
       options: {
-        bundle: { type: 'string', value: 'FILE', help: 'verify this bundle (`audit export`) offline instead' },
+        bundle: {
+          type: 'string',
+          value: 'FILE',
+          help: 'verify this bundle (`audit export`) offline instead',
+        },
         project: { type: 'string', value: 'ID', help: "only this project's chain" },
         from: FILTERS.from,
         to: FILTERS.to,
@@ -102,7 +106,9 @@ export const auditCommands: CommandGroup = {
 async function auditVerify(out: Output, options: VerifyCliOptions): Promise<void> {
   if (options.bundle !== undefined) {
     if (options.project ?? options.from ?? options.to) {
-      throw new CliError('audit verify: --bundle takes no --project, --from or --to (the bundle says what it holds)');
+      throw new CliError(
+        'audit verify: --bundle takes no --project, --from or --to (the bundle says what it holds)',
+      );
     }
     return verifyBundleFile(out, { bundle: options.bundle, trustedKeys: options['trusted-keys'] });
   }

@@ -18,12 +18,6 @@ export const CHAINED_EVENT_TYPES: readonly string[] = eventTypes(
   (d) => d.retention === 'forever' && !NOT_CHAINED.has(d.type),
 );
 
-const chained = new Set(CHAINED_EVENT_TYPES);
-
-export function isChained(eventType: string): boolean {
-  return chained.has(eventType);
-}
-
 /**
  * Which project's chain each event belongs to, for a reader going through the chained events in global
  * order. Most chained types carry `projectId` in their data. A device's lifecycle and profile moves carry

@@ -35,7 +35,7 @@ export interface ObservedCheckpoint {
   readonly checkpoint: AuditCheckpoint;
 }
 
-export type SignatureVerdict = 'valid' | 'invalid' | 'unknown_key';
+type SignatureVerdict = 'valid' | 'invalid' | 'unknown_key';
 export type CheckSignature = (keyId: string, payload: string, signature: string) => SignatureVerdict;
 
 export type FindingKind =
@@ -75,7 +75,7 @@ interface ChainState {
   firstUnverified: string | undefined;
 }
 
-export interface ProjectSummary {
+interface ProjectSummary {
   readonly projectId: string;
   readonly events: number;
   readonly head: string;
