@@ -41,6 +41,7 @@ const CHAIN_IN_APPEND = `
   END $$;`;
 
 const triggerOn = (types: readonly string[]) => `
+  DROP TRIGGER IF EXISTS bench_chain ON eventstore.events;
   CREATE TRIGGER bench_chain AFTER INSERT ON eventstore.events FOR EACH ROW
     WHEN (NEW.event_type IN (${types.map((t) => `'${t}'`).join(', ')}))
     EXECUTE FUNCTION bench_chain_link()`;
