@@ -4,6 +4,7 @@ import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'chai';
 import { signCheckpoints } from '../../src/audit/checkpoints.js';
+import { exportBundle } from '../../src/audit/export.js';
 import {
   activeAuditSigner,
   auditKeyId,
@@ -97,7 +98,11 @@ describe('audit bundles verified offline', function () {
     await createSite(suite.store, { projectId, name: 'Later', timezone: 'UTC' });
     await chain();
 
-    lines = await bundleLines({ store: suite.store, pool: suite.db.pool }, projectId);
+    // What `devcloud audit export` writes: the verifiers are held against the real exporter's output.
+    lines = [];
+    await exportBundle({ store: suite.store, pool: suite.db.pool }, { projectId }, (line) => {
+      lines.push(line.replace(/\n$/, ''));
+    });
     folder = await tempDirectory('audit-bundle');
     verifierFolder = await tempDirectory('audit-verifier');
     await copyFile(
