@@ -1,5 +1,5 @@
 import type { ChainSeed, StoredLink } from '../domain/audit/verification.js';
-import type { Pool } from '../infra/postgres/pool.js';
+import { inTransaction, type Pool } from '../infra/postgres/pool.js';
 import { AUDIT_CHAIN_PROJECTOR } from '../projections/audit-chain/projector.js';
 import { readCheckpoint } from '../projections/checkpoints.js';
 
@@ -49,6 +49,19 @@ const LAST_SEQUENCE_UP_TO = `
 
 const AT_POSITIONS = `SELECT ${LINK_COLUMNS} FROM audit_chain_links WHERE position = ANY ($1::text[])`;
 
+/**
+ * A page of links read in index order. The planner would otherwise choose by its row estimates, which are
+ * wrong right after the chain's projector filled the table (before autovacuum's ANALYZE): it takes the
+ * range for a few thousand rows, scans a bitmap and sorts everything after the key, so each page sorts the
+ * rest of the table (measured on 1,000,000 links: 650 ms a page 700,000 links in, 6 ms in index order).
+ */
+async function pageInIndexOrder(pool: Pool, sql: string, parameters: unknown[]): Promise<LinkRow[]> {
+  return inTransaction(pool, async (client) => {
+    await client.query('SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off');
+    return (await client.query<LinkRow>(sql, parameters)).rows;
+  });
+}
+
 interface LinkRow {
   position: string;
   project_id: string;
@@ -93,7 +106,7 @@ export function linkPages(
   let done = false;
   return async () => {
     if (done) return undefined;
-    const { rows } = await pool.query<LinkRow>(after === undefined ? LINKS_FROM : LINKS_AFTER, [
+    const rows = await pageInIndexOrder(pool, after === undefined ? LINKS_FROM : LINKS_AFTER, [
       after ?? range.from ?? '',
       range.upTo,
       range.projectId ?? null,
@@ -152,7 +165,7 @@ export function projectLinkPages(
   let after = range.after;
   return async () => {
     if (after >= range.upTo) return undefined;
-    const { rows } = await pool.query<LinkRow>(PROJECT_LINKS, [after, range.upTo, projectId, pageSize]);
+    const rows = await pageInIndexOrder(pool, PROJECT_LINKS, [after, range.upTo, projectId, pageSize]);
     if (rows.length === 0) return undefined;
     after = rows.at(-1)!.sequence;
     return rows.map(toLink);

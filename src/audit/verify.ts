@@ -6,7 +6,7 @@ import {
   type StoredLink,
   type VerificationReport,
 } from '../domain/audit/verification.js';
-import type { EventStore, ReadAllOptions } from '../eventstore/port.js';
+import type { EventStore, ReadAllOptions, RecordedEvent } from '../eventstore/port.js';
 import type { Pool } from '../infra/postgres/pool.js';
 import { sha256Hex } from '../infra/sha256.js';
 import { chainedFields } from '../projections/audit-chain/projector.js';
@@ -37,7 +37,6 @@ interface EventRange {
   readonly upTo: string | undefined;
   readonly frontier: string | undefined;
   readonly to: string | undefined;
-  readonly membership: ChainMembership;
 }
 
 /**
@@ -60,7 +59,7 @@ export async function verifyStoredHistory(
   const devices =
     options.from !== undefined && frontier !== undefined ? await deviceProjects(pool) : undefined;
   const membership = new ChainMembership(devices);
-  let range: EventRange = { start: {}, upTo: undefined, frontier, to: options.to, membership };
+  let range: EventRange = { start: {}, upTo: undefined, frontier, to: options.to };
   if (frontier !== undefined) {
     const window = await recordedWindow(pool, options, { upTo: frontier, projectId });
     const { start } = window;
@@ -83,6 +82,15 @@ export async function verifyStoredHistory(
   const verification = new HistoryVerification(sha256Hex, signatureCheck(keys), checkpoints, seeds);
   const compare = (a: string, b: string) => store.comparePositions(a, b);
   const events = new PageCursor(eventPages(store, range, compare));
+  const observed = (event: RecordedEvent, link: StoredLink | undefined): ObservedEvent => ({
+    ...chainedFields(event),
+    // The link at the event's position names its chain; the data is parsed only where none does (or to
+    // learn a registration). A changed event that moved to another chain still fails: its digest differs.
+    projectId:
+      link !== undefined && !ChainMembership.learnsFrom(event.type)
+        ? link.projectId
+        : (membership.projectOf(event.type, event.data) ?? ''),
+  });
   let count = 0;
   for (;;) {
     const event = events.peek() ?? (await events.current());
@@ -97,14 +105,16 @@ export async function verifyStoredHistory(
     events.advance();
     if (order === 0) {
       links.advance();
-      verification.observe(event, link);
+      verification.observe(observed(event!, link), link);
     } else {
+      const unlinked = observed(event!, undefined);
       // An event of another chain, or of none, where the chain holds no link: not this verification's.
-      if (event!.projectId === '' || (projectId !== undefined && event!.projectId !== projectId)) continue;
+      if (unlinked.projectId === '' || (projectId !== undefined && unlinked.projectId !== projectId))
+        continue;
       verification.observe(
-        event,
+        unlinked,
         undefined,
-        frontier === undefined || compare(event!.position, frontier) > 0,
+        frontier === undefined || compare(unlinked.position, frontier) > 0,
       );
     }
     if (++count % PROGRESS_EVERY === 0) options.onProgress?.(count);
@@ -112,12 +122,12 @@ export async function verifyStoredHistory(
   return verification.finish(options.to === undefined);
 }
 
-/** The chained events of the range in global order, a page at each call, as the chain commits to them. */
+/** The chained events of the range in global order, a page at each call. */
 function eventPages(
   store: EventStore,
   range: EventRange,
   compare: (a: string, b: string) => number,
-): () => Promise<ObservedEvent[] | undefined> {
+): () => Promise<readonly RecordedEvent[] | undefined> {
   const read = chainedEventPages(store, range.start);
   let done = false;
   // Past the window's last chained position, the events before the chain's end are outside the window.
@@ -128,19 +138,10 @@ function eventPages(
       : recordedAt.toISOString() >= range.to);
   return async () => {
     const events = done ? undefined : await read();
-    if (events === undefined) return undefined;
-    const observed: ObservedEvent[] = [];
-    for (const event of events) {
-      if (beyond(event.position, event.recordedAt)) {
-        done = true;
-        break;
-      }
-      // The fields the chain's projector chained (chainedFields), so both commit to the same bytes.
-      observed.push({
-        ...chainedFields(event),
-        projectId: range.membership.projectOf(event.type, event.data) ?? '',
-      });
-    }
-    return observed;
+    if (events === undefined || range.to === undefined) return events;
+    const end = events.findIndex((event) => beyond(event.position, event.recordedAt));
+    if (end < 0) return events;
+    done = true;
+    return events.slice(0, end);
   };
 }

@@ -380,7 +380,8 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
       };
       const ids: string[] = [randomUUID(), randomUUID(), randomUUID()];
       const name = stream();
-      await store.append(name, [{ id: ids[0]!, type: 'Tricky', data: tricky }], 'no_stream');
+      const metadata = { correlationId: 'corr-1', note: 'Süd' };
+      await store.append(name, [{ id: ids[0]!, type: 'Tricky', data: tricky, metadata }], 'no_stream');
       await store.appendMany([
         {
           streamName: stream(),
@@ -408,6 +409,23 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
       }
       expect(found).to.have.length(3);
       for (const e of found) expect(e.dataText ?? JSON.stringify(e.data)).to.equal(JSON.stringify(tricky));
+      // Read as stored, an event is otherwise the event every other read hands back (data parsed, metadata too).
+      const plain = await store.readStream(name);
+      const asStored = found.find((e) => e.id === ids[0])!;
+      expect(plain).to.have.length(1);
+      expect(plain[0]!.metadata).to.deep.include(metadata);
+      for (const key of [
+        'id',
+        'type',
+        'data',
+        'metadata',
+        'streamName',
+        'revision',
+        'position',
+        'recordedAt',
+      ] as const) {
+        expect(asStored[key], key).to.deep.equal(plain[0]![key]);
+      }
     });
 
     it('chains the control history through its subscription as the domain computes it', async () => {

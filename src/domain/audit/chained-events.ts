@@ -26,6 +26,8 @@ export const CHAINED_EVENT_TYPES: readonly string[] = eventTypes(
  * registrations it is shown, and starts from `known` (device id, project id) for those registered before
  * the first event it is shown. An event that names no project and no known device belongs to no chain.
  */
+const REGISTRATION = 'DeviceRegistered';
+
 export class ChainMembership {
   private readonly devices: Map<string, string>;
   /** The devices registered among the events shown so far, with their projects. */
@@ -35,12 +37,20 @@ export class ChainMembership {
     this.devices = new Map(known);
   }
 
+  /**
+   * Whether events of this type teach the membership where later events belong (a device's registration):
+   * a reader that learns an event's project elsewhere must still show it these.
+   */
+  static learnsFrom(type: string): boolean {
+    return type === REGISTRATION;
+  }
+
   /** The project whose chain the event belongs to, or undefined for none. */
   projectOf(type: string, data: unknown): string | undefined {
     const fields = data as { projectId?: unknown; deviceId?: unknown } | null;
     const deviceId = typeof fields?.deviceId === 'string' ? fields.deviceId : undefined;
     if (typeof fields?.projectId === 'string') {
-      if (type === 'DeviceRegistered' && deviceId !== undefined && !this.devices.has(deviceId)) {
+      if (type === REGISTRATION && deviceId !== undefined && !this.devices.has(deviceId)) {
         this.devices.set(deviceId, fields.projectId);
         this.registered.set(deviceId, fields.projectId);
       }

@@ -22,7 +22,8 @@ import type { Logger } from '../../infra/logger.js';
 import { jsonArray, textArray, uuidArray } from '../../infra/postgres/binary-array.js';
 import { bind, type PreparedStatement } from '../../infra/postgres/prepared.js';
 import { parseAppendNotice, type AppendNotice } from './append-notice.js';
-import { decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
+import { EventAsStored, type EventRowAsStored } from './event-as-stored.js';
+import { comparePgPositions, decodePgPosition, encodePgPosition, isPgPosition } from './position.js';
 import {
   APPEND_BATCH,
   APPEND_STREAMS,
@@ -239,7 +240,7 @@ export class PostgresEventStore implements EventStore {
     const head = rows.at(-1)?.is_head ? rows.pop() : undefined;
     const events =
       options.dataAsStored && options.eventTypes
-        ? rows.map(toRecordedEventAsStored)
+        ? rows.map((row) => new EventAsStored(row as unknown as EventRowAsStored))
         : rows.map(toRecordedEvent);
     const atEnd = events.length < options.maxCount;
     let lastPosition = events.at(-1)?.position;
@@ -328,9 +329,7 @@ export class PostgresEventStore implements EventStore {
   }
 
   comparePositions(a: string, b: string): number {
-    decodePgPosition(a);
-    decodePgPosition(b);
-    return a < b ? -1 : a > b ? 1 : 0;
+    return comparePgPositions(a, b);
   }
 
   isValidPosition(position: string): boolean {
@@ -507,12 +506,6 @@ function toRecordedEvent(row: EventRow): RecordedEvent {
     position: encodePgPosition(row.transaction_id, row.global_position),
     recordedAt: new Date(row.recorded_ms),
   };
-}
-
-/** A row whose data was read as text (READ_ALL_OF_TYPES_AS_STORED): parsed, and kept as it came. */
-function toRecordedEventAsStored(row: EventRow): RecordedEvent {
-  const text = row.data as string;
-  return { ...toRecordedEvent({ ...row, data: JSON.parse(text) }), dataText: text };
 }
 
 function isUniqueViolation(error: unknown, constraint: string): boolean {

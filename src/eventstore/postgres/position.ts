@@ -43,6 +43,16 @@ export function decodePgPosition(position: string): PgPosition {
   };
 }
 
+/**
+ * Positions of the same width sort as strings in the store's order: only their shape is checked, no number
+ * decoded (verification compares a pair for every event it reads).
+ */
+export function comparePgPositions(a: string, b: string): number {
+  if (!shape.test(a)) throw new InvalidPositionError(a);
+  if (!shape.test(b)) throw new InvalidPositionError(b);
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 export function isPgPosition(position: string): boolean {
   return shape.test(position);
 }

@@ -68,7 +68,7 @@ export const READ_ALL_OF_TYPES = prepared(
 export const READ_ALL_OF_TYPES_AS_STORED = prepared(
   'eventstore.read-types-as-stored',
   `
-  SELECT is_head, event_id, event_type, data::text AS data, metadata, stream_name, stream_revision,
+  SELECT is_head, event_id, event_type, data::text AS data, metadata::text AS metadata, stream_name, stream_revision,
          ${POSITION_AND_RECORDED_MS}
     FROM eventstore.read_types_page($1::text::xid8, $2::bigint, $3::int, $4::text[])`,
 );
