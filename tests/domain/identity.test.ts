@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Conflict, InvalidInput, NotFound } from '../../src/domain/errors.js';
 import { allEvents, eventDefinition } from '../../src/domain/events/index.js';
@@ -141,17 +142,25 @@ describe('identity: OAuth clients', () => {
   });
 });
 
+/** The table clients read (docs/api.md, "Scopes"): each scope, and whether its row calls it ours or the spec's. */
+function documentedScopes(): { scope: string; ours: boolean }[] {
+  const doc = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('\n## Scopes\n'), doc.indexOf('\n## Errors\n'));
+  return [...section.matchAll(/^\| `([^`]+)` +\| (.+) \|$/gm)].map(([, scope, grants]) => ({
+    scope: scope!,
+    ours: grants!.startsWith('**ours.**'),
+  }));
+}
+
 describe('identity: scopes and events', () => {
   it('has the spec six scopes, the two command scopes and the two grant privileges', () => {
-    expect(SCOPES).to.have.members([
-      'devices:read',
-      'devices:write',
-      'telemetry:read',
-      'telemetry:live',
-      'catalog:read',
+    const documented = documentedScopes();
+    expect(SCOPES).to.have.length(10);
+    expect(SCOPES).to.have.members(documented.map((row) => row.scope));
+    expect(documented.filter((row) => !row.ours)).to.have.length(6);
+    expect(documented.filter((row) => row.ours).map((row) => row.scope)).to.have.members([
       'commands:read',
       'commands:write',
-      'commands:high_risk',
       'grants:admin',
       'grants:revoke',
     ]);
