@@ -59,9 +59,13 @@ const AGENTS = Number(process.env.BENCH_AGENTS ?? 10);
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 100);
 const RATES = (process.env.BENCH_INGEST_RATES ?? '1000,6000,10000').split(',').map(Number);
 const SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? 30);
-const WARMUP_SECONDS = 5;
 const SAMPLE_EVERY = 50;
-const READINGS_PER_MESSAGE = 3;
+/**
+ * The fleet benchmarks (this one, live and scale-out) send messages of this many readings and measure after
+ * the same warm-up, so their figures compare.
+ */
+export const READINGS_PER_MESSAGE = 3;
+export const WARMUP_SECONDS = 5;
 const CHECKPOINT_POLL_MS = 10;
 const READ_MODELS = ['state', 'telemetry'] as const;
 // Seconds the service is watched idle (started, caught up, no agent connected) before the first rate; 0: not.

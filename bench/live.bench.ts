@@ -13,7 +13,7 @@ import { createClient } from '../src/identity/clients.js';
 import { ClientSecretHasher } from '../src/identity/secret-hash.js';
 import { freePort } from '../src/infra/ports.js';
 import { requestToken } from '../tests/support/tenants.js';
-import { provisionFleet, reply } from './ingest.bench.js';
+import { READINGS_PER_MESSAGE, WARMUP_SECONDS, provisionFleet, reply } from './ingest.bench.js';
 import { undoable } from './interrupt.js';
 import { benchDatabase, benchDirectory, benchWorker, machine, report } from './support.js';
 
@@ -29,8 +29,6 @@ const READINGS_PER_SECOND = Number(process.env.BENCH_LIVE_READINGS ?? 1000);
 const SECONDS = Number(process.env.BENCH_LIVE_SECONDS ?? 60);
 const AGENTS = 2;
 const DEVICES = 50;
-const READINGS_PER_MESSAGE = 3;
-const WARMUP_SECONDS = 5;
 
 export async function liveBenchmarks(): Promise<void> {
   frameBuildFigure();

@@ -12,7 +12,7 @@ import { allProjectors } from '../src/runtime/projectors.js';
 import { Topology } from '../tools/scale-out/topology.js';
 import { projectorsCaughtUp } from '../tools/soak/settle.js';
 import { round } from './cpu.js';
-import { provisionFleet, reply } from './ingest.bench.js';
+import { READINGS_PER_MESSAGE, WARMUP_SECONDS, provisionFleet, reply } from './ingest.bench.js';
 import { REDIS_URL, dropNamespace, redisReachable } from '../tests/support/redis.js';
 import { undoable } from './interrupt.js';
 import { benchDatabase, benchDirectory, benchWorker, machine, report } from './support.js';
@@ -33,8 +33,6 @@ const AGENTS = Number(process.env.BENCH_AGENTS ?? 10);
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 100);
 const OFFERED = Number(process.env.BENCH_SCALEOUT_RATE ?? 6000);
 const SECONDS = Number(process.env.BENCH_SCALEOUT_SECONDS ?? 20);
-const WARMUP_SECONDS = 5;
-const READINGS_PER_MESSAGE = 3;
 const PARTITIONS = 4;
 const READY_MS = 120_000;
 

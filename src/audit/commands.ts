@@ -6,14 +6,7 @@ import {
 } from '../domain/control/command-events.js';
 import { evolveControl, initialControlState, type DeviceControlState } from '../domain/control/index.js';
 import type { EventStore } from '../eventstore/port.js';
-import {
-  describeActor,
-  inWindow,
-  matchesFilter,
-  occurredAt,
-  readHistory,
-  type AuditFilter,
-} from './history.js';
+import { describeActor, occurredAt, readHistory, withinFilter, type AuditFilter } from './history.js';
 
 /** One step of one command (or an S3 challenge issued for one), as the auditor reads it. */
 export interface CommandStepRow {
@@ -64,7 +57,7 @@ export async function commandHistory(store: EventStore, filter: AuditFilter): Pr
     const after = evolveControl(before, event);
     devices.set(deviceId, after);
     const at = occurredAt(recorded);
-    if (!matchesFilter(event.data, filter) || !inWindow(at, filter)) continue;
+    if (!withinFilter(event.data, at, filter)) continue;
     const row = stepOf(event, before, after);
     if (row) rows.push({ position: recorded.position, at, projectId, deviceId, ...row });
   }

@@ -9,14 +9,7 @@ import { deviceEvents } from '../domain/devices/events.js';
 import type { Actor } from '../domain/events/actor.js';
 import { grantEvents } from '../domain/control/grant-events.js';
 import type { EventStore, RecordedEvent } from '../eventstore/port.js';
-import {
-  describeActor,
-  inWindow,
-  matchesFilter,
-  occurredAt,
-  readHistory,
-  type AuditFilter,
-} from './history.js';
+import { describeActor, occurredAt, readHistory, withinFilter, type AuditFilter } from './history.js';
 
 /** One change of a (device, capability) write grant. */
 export interface GrantChangeRow {
@@ -58,7 +51,7 @@ export async function grantHistory(store: EventStore, filter: AuditFilter): Prom
   for await (const event of readHistory(store, GRANT_TYPES)) {
     const data = event.data as GrantData;
     const at = occurredAt(event);
-    if (!matchesFilter(data, filter) || !inWindow(at, filter)) continue;
+    if (!withinFilter(data, at, filter)) continue;
     rows.push({
       position: event.position,
       at,

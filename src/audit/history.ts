@@ -43,18 +43,18 @@ export function occurredAt(event: RecordedEvent): string {
   return event.recordedAt.toISOString();
 }
 
-export function matchesFilter(
+/** Project, device and window in one test, so that every audit question narrows its facts alike. */
+export function withinFilter(
   data: { readonly projectId?: string; readonly deviceId?: string },
+  at: string,
   filter: AuditFilter,
 ): boolean {
   return (
     (filter.projectId === undefined || data.projectId === filter.projectId) &&
-    (filter.deviceId === undefined || data.deviceId === filter.deviceId)
+    (filter.deviceId === undefined || data.deviceId === filter.deviceId) &&
+    (filter.from === undefined || at >= filter.from) &&
+    (filter.to === undefined || at < filter.to)
   );
-}
-
-export function inWindow(at: string, filter: AuditFilter): boolean {
-  return (filter.from === undefined || at >= filter.from) && (filter.to === undefined || at < filter.to);
 }
 
 /** An actor as one word for a table: `client:<id>`, `operator`, `system`, or the agent that reported. */

@@ -2,26 +2,13 @@ import { decideExpiry } from '../domain/control/delivery-decisions.js';
 import { controlFolding, type ControlEvent } from '../domain/control/index.js';
 import { deviceStreamName } from '../domain/devices/decider.js';
 import { decideOnStream } from '../eventstore/handle-command.js';
-import { camelCased } from '../infra/postgres/camel-cased.js';
+import { listPendingDeadlines, type CommandDeadline } from '../projections/commands/queries.js';
 import { deadlineSweepJob } from './deadline-sweep.js';
 import type { JobDeps, ScheduledJob } from './job.js';
-
-/** Commands still pending by the commands read model whose TTL ends before the horizon, soonest first. */
-const PENDING_DEADLINES = `
-  SELECT command_id, device_id, expires_at FROM commands
-   WHERE status IN ('queued', 'sent') AND expires_at <= $1
-   ORDER BY expires_at
-   LIMIT $2`;
 
 /** Sweeps look this far ahead and arm timers for what ends within it. */
 const HORIZON_MS = 60_000;
 const MAX_PER_SWEEP = 5000;
-
-interface Deadline {
-  readonly commandId: string;
-  readonly deviceId: string;
-  readonly expiresAt: Date;
-}
 
 /**
  * Ends commands at their TTL, by the server's clock (docs/commands.md, "Delivery and outcome"): a deadline
@@ -32,7 +19,7 @@ export function commandExpiryJob(deps: JobDeps): ScheduledJob {
   const now = deps.now ?? (() => new Date());
   const logger = deps.logger.child({ job: 'command-expiry' });
 
-  const expire = async (deadline: Deadline) => {
+  const expire = async (deadline: CommandDeadline) => {
     try {
       const { appended } = await decideOnStream(
         deps.store,
@@ -50,13 +37,7 @@ export function commandExpiryJob(deps: JobDeps): ScheduledJob {
   return deadlineSweepJob({
     name: 'command-expiry',
     now,
-    due: async (at) => {
-      const { rows } = await deps.pool.query<{ command_id: string; device_id: string; expires_at: Date }>(
-        PENDING_DEADLINES,
-        [new Date(at + HORIZON_MS), MAX_PER_SWEEP],
-      );
-      return rows.map(camelCased);
-    },
+    due: (at) => listPendingDeadlines(deps.pool, new Date(at + HORIZON_MS), MAX_PER_SWEEP),
     deadlineOf: (deadline) => deadline.expiresAt,
     keyOf: (deadline) => deadline.commandId,
     act: expire,

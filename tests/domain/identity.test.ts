@@ -1,27 +1,19 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { Conflict, InvalidInput, NotFound } from '../../src/domain/errors.js';
 import { allEvents, eventDefinition } from '../../src/domain/events/index.js';
-import {
-  clientDecider,
-  clientStream,
-  effectiveScopes,
-  identityEvents,
-  parseScopeList,
-  projectDecider,
-  projectStream,
-  SCOPES,
-  type ClientCommand,
-  type ClientEvent,
-  type ProjectEvent,
-} from '../../src/domain/identity/index.js';
+import * as identity from '../../src/domain/identity/index.js';
 import { given } from '../support/decider-spec.js';
 
 const PROJECT = 'prj_AAAAAAAAAAAAAAAAAAAAAA';
 const CLIENT = 'cli_BBBBBBBBBBBBBBBBBBBBBB';
 const HASH = '$scrypt$ln=15,r=8,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g';
 
-const projectCreated: ProjectEvent = { type: 'ProjectCreated', data: { projectId: PROJECT, name: 'Acme' } };
-const clientCreated: ClientEvent = {
+const projectCreated: identity.ProjectEvent = {
+  type: 'ProjectCreated',
+  data: { projectId: PROJECT, name: 'Acme' },
+};
+const clientCreated: identity.ClientEvent = {
   type: 'ClientCreated',
   data: {
     clientId: CLIENT,
@@ -32,9 +24,12 @@ const clientCreated: ClientEvent = {
     name: 'billing',
   },
 };
-const clientRevoked: ClientEvent = { type: 'ClientRevoked', data: { clientId: CLIENT, projectId: PROJECT } };
+const clientRevoked: identity.ClientEvent = {
+  type: 'ClientRevoked',
+  data: { clientId: CLIENT, projectId: PROJECT },
+};
 
-const createClient = (overrides: Partial<Extract<ClientCommand, { type: 'CreateClient' }>> = {}) =>
+const createClient = (overrides: Partial<Extract<identity.ClientCommand, { type: 'CreateClient' }>> = {}) =>
   ({
     type: 'CreateClient',
     clientId: CLIENT,
@@ -49,56 +44,56 @@ const createClient = (overrides: Partial<Extract<ClientCommand, { type: 'CreateC
 
 describe('identity: projects', () => {
   it('creates a project that does not exist yet', () => {
-    given(projectDecider, [])
+    given(identity.projectDecider, [])
       .when({ type: 'CreateProject', projectId: PROJECT, name: '  Acme ' })
       .then([projectCreated]);
   });
 
   it('refuses to create a project twice', () => {
-    given(projectDecider, [projectCreated])
+    given(identity.projectDecider, [projectCreated])
       .when({ type: 'CreateProject', projectId: PROJECT, name: 'Acme' })
       .thenFails(Conflict, (e) => expect(e.reason).to.equal('project_exists'));
   });
 
   it('refuses an empty or overlong name', () => {
-    given(projectDecider, [])
+    given(identity.projectDecider, [])
       .when({ type: 'CreateProject', projectId: PROJECT, name: '   ' })
       .thenFails(InvalidInput);
-    given(projectDecider, [])
+    given(identity.projectDecider, [])
       .when({ type: 'CreateProject', projectId: PROJECT, name: 'x'.repeat(201) })
       .thenFails(InvalidInput);
   });
 
   it('lives in its own stream', () => {
-    expect(projectStream(PROJECT)).to.equal(`project-${PROJECT}`);
+    expect(identity.projectStream(PROJECT)).to.equal(`project-${PROJECT}`);
   });
 });
 
 describe('identity: OAuth clients', () => {
   it('creates a client of an existing project, its scopes in catalogue order', () => {
-    given(clientDecider, []).when(createClient()).then([clientCreated]);
+    given(identity.clientDecider, []).when(createClient()).then([clientCreated]);
   });
 
   it('refuses a client of an unknown project', () => {
-    given(clientDecider, [])
+    given(identity.clientDecider, [])
       .when(createClient({ projectExists: false }))
       .thenFails(NotFound, (e) => expect(e.what).to.equal('project'));
   });
 
   it('refuses a scope that is not in the catalogue, naming it', () => {
-    given(clientDecider, [])
+    given(identity.clientDecider, [])
       .when(createClient({ scopes: ['devices:read', 'devices:admin'] }))
       .thenFails(InvalidInput, (e) => expect(e.reason).to.contain('devices:admin'));
   });
 
   it('refuses a client without scopes', () => {
-    given(clientDecider, [])
+    given(identity.clientDecider, [])
       .when(createClient({ scopes: [] }))
       .thenFails(InvalidInput);
   });
 
   it('accepts the grant privileges and deduplicates', () => {
-    given(clientDecider, [])
+    given(identity.clientDecider, [])
       .when(createClient({ scopes: ['grants:revoke', 'grants:admin', 'grants:admin'], name: undefined }))
       .then([
         {
@@ -115,63 +110,77 @@ describe('identity: OAuth clients', () => {
   });
 
   it('refuses to create the same client twice', () => {
-    given(clientDecider, [clientCreated]).when(createClient()).thenFails(Conflict);
+    given(identity.clientDecider, [clientCreated]).when(createClient()).thenFails(Conflict);
   });
 
   it('revokes an active client', () => {
-    given(clientDecider, [clientCreated])
+    given(identity.clientDecider, [clientCreated])
       .when({ type: 'RevokeClient', clientId: CLIENT })
       .then([clientRevoked]);
   });
 
   it('records nothing when revoking a revoked client again', () => {
-    given(clientDecider, [clientCreated, clientRevoked])
+    given(identity.clientDecider, [clientCreated, clientRevoked])
       .when({ type: 'RevokeClient', clientId: CLIENT })
       .then([]);
   });
 
   it('refuses to revoke a client that does not exist', () => {
-    given(clientDecider, []).when({ type: 'RevokeClient', clientId: CLIENT }).thenFails(NotFound);
+    given(identity.clientDecider, []).when({ type: 'RevokeClient', clientId: CLIENT }).thenFails(NotFound);
   });
 
   it('folds to the state the token endpoint checks', () => {
-    const state = [clientCreated, clientRevoked].reduce(clientDecider.evolve, clientDecider.initialState());
+    const state = [clientCreated, clientRevoked].reduce(
+      identity.clientDecider.evolve,
+      identity.clientDecider.initialState(),
+    );
     expect(state).to.deep.include({ status: 'revoked', authMethod: 'basic', projectId: PROJECT });
-    expect(clientStream(CLIENT)).to.equal(`client-${CLIENT}`);
+    expect(identity.clientStream(CLIENT)).to.equal(`client-${CLIENT}`);
   });
 });
 
+/** The table clients read (docs/api.md, "Scopes"): each scope, and whether its row calls it ours or the spec's. */
+function documentedScopes(): { scope: string; ours: boolean }[] {
+  const doc = readFileSync(new URL('../../docs/api.md', import.meta.url), 'utf8');
+  const section = doc.slice(doc.indexOf('\n## Scopes\n'), doc.indexOf('\n## Errors\n'));
+  return [...section.matchAll(/^\| `([^`]+)` +\| (.+) \|$/gm)].map(([, scope, grants]) => ({
+    scope: scope!,
+    ours: grants!.startsWith('**ours.**'),
+  }));
+}
+
 describe('identity: scopes and events', () => {
   it('has the spec six scopes, the two command scopes and the two grant privileges', () => {
-    expect(SCOPES).to.have.members([
-      'devices:read',
-      'devices:write',
-      'telemetry:read',
-      'telemetry:live',
-      'catalog:read',
+    const documented = documentedScopes();
+    expect(identity.SCOPES).to.have.length(10);
+    expect(identity.SCOPES).to.have.members(documented.map((row) => row.scope));
+    expect(documented.filter((row) => !row.ours)).to.have.length(6);
+    expect(documented.filter((row) => row.ours).map((row) => row.scope)).to.have.members([
       'commands:read',
       'commands:write',
-      'commands:high_risk',
       'grants:admin',
       'grants:revoke',
     ]);
   });
 
   it('grants:admin implies grants:revoke, not the other way round', () => {
-    expect([...effectiveScopes(['grants:admin'])]).to.have.members(['grants:admin', 'grants:revoke']);
-    expect([...effectiveScopes(['grants:revoke'])]).to.deep.equal(['grants:revoke']);
+    expect([...identity.effectiveScopes(['grants:admin'])]).to.have.members([
+      'grants:admin',
+      'grants:revoke',
+    ]);
+    expect([...identity.effectiveScopes(['grants:revoke'])]).to.deep.equal(['grants:revoke']);
   });
 
   it('parses a space-separated scope list, reporting unknown names', () => {
-    expect(parseScopeList('telemetry:read  devices:read devices:read')).to.deep.equal({
+    expect(identity.parseScopeList('telemetry:read  devices:read devices:read')).to.deep.equal({
       scopes: ['devices:read', 'telemetry:read'],
       unknown: [],
     });
-    expect(parseScopeList('devices:read admin').unknown).to.deep.equal(['admin']);
+    expect(identity.parseScopeList('devices:read admin').unknown).to.deep.equal(['admin']);
   });
 
   it('registers its events, whose schemas accept what the deciders record', () => {
-    for (const definition of identityEvents) expect(allEvents).to.include(definition);
+    for (const definition of identity.identityEvents) expect(allEvents).to.include(definition);
     for (const event of [projectCreated, clientCreated, clientRevoked]) {
       expect(eventDefinition(event.type)!.schema.safeParse(event.data).success, event.type).to.equal(true);
     }

@@ -1,14 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { expect } from 'chai';
-import {
-  CAPABILITIES,
-  MAX_TEXT_LENGTH,
-  VALUE_REFUSAL_REASONS,
-  checkValue,
-  isOnStep,
-  validateCommandValue,
-  validateValue,
-} from '../../src/domain/catalogue/index.js';
+import * as catalogue from '../../src/domain/catalogue/index.js';
 
 function refusal(reason: string) {
   return { ok: false, reason };
@@ -21,25 +13,27 @@ function accepted(value: unknown) {
 describe('value validation', () => {
   describe('unknown_capability', () => {
     it('refuses a key that is not in the catalogue', () => {
-      expect(validateValue('environment.radon', 12)).to.deep.equal(refusal('unknown_capability'));
+      expect(catalogue.validateValue('environment.radon', 12)).to.deep.equal(refusal('unknown_capability'));
     });
 
     it('refuses a differently cased key and inherited object keys', () => {
       for (const key of ['Environment.Temperature', 'toString', '__proto__', '']) {
-        expect(validateValue(key, 21), key).to.deep.equal(refusal('unknown_capability'));
+        expect(catalogue.validateValue(key, 21), key).to.deep.equal(refusal('unknown_capability'));
       }
     });
   });
 
   describe('boolean capabilities', () => {
     it('accept exactly true and false', () => {
-      expect(validateValue('water.leak', true)).to.deep.equal(accepted(true));
-      expect(validateValue('water.leak', false)).to.deep.equal(accepted(false));
+      expect(catalogue.validateValue('water.leak', true)).to.deep.equal(accepted(true));
+      expect(catalogue.validateValue('water.leak', false)).to.deep.equal(accepted(false));
     });
 
     it("refuse 1, '1' and 'on' as the spec requires", () => {
       for (const value of [1, '1', 'on']) {
-        expect(validateValue('binary.switch', value), String(value)).to.deep.equal(refusal('wrong_type'));
+        expect(catalogue.validateValue('binary.switch', value), String(value)).to.deep.equal(
+          refusal('wrong_type'),
+        );
       }
     });
 
@@ -57,20 +51,22 @@ describe('value validation', () => {
         {},
         new Boolean(true),
       ]) {
-        expect(validateValue('actuator.relay', value), String(value)).to.deep.equal(refusal('wrong_type'));
+        expect(catalogue.validateValue('actuator.relay', value), String(value)).to.deep.equal(
+          refusal('wrong_type'),
+        );
       }
     });
   });
 
   describe('number capabilities', () => {
     it('accept a finite number unchanged', () => {
-      expect(validateValue('environment.temperature', 21.5)).to.deep.equal(accepted(21.5));
-      expect(validateValue('energy.grid_power', -3200)).to.deep.equal(accepted(-3200));
+      expect(catalogue.validateValue('environment.temperature', 21.5)).to.deep.equal(accepted(21.5));
+      expect(catalogue.validateValue('energy.grid_power', -3200)).to.deep.equal(accepted(-3200));
     });
 
     it('refuse numeric strings, booleans and other types as wrong_type', () => {
       for (const value of ['21.5', '21', '', true, false, null, undefined, 21n, [21], { value: 21 }]) {
-        expect(validateValue('environment.temperature', value), String(value)).to.deep.equal(
+        expect(catalogue.validateValue('environment.temperature', value), String(value)).to.deep.equal(
           refusal('wrong_type'),
         );
       }
@@ -78,115 +74,123 @@ describe('value validation', () => {
 
     it('refuse NaN and the infinities as not_finite', () => {
       for (const value of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
-        expect(validateValue('energy.grid_power', value), String(value)).to.deep.equal(refusal('not_finite'));
+        expect(catalogue.validateValue('energy.grid_power', value), String(value)).to.deep.equal(
+          refusal('not_finite'),
+        );
       }
     });
   });
 
   describe('out_of_range', () => {
     it('accepts both bounds: they are inclusive', () => {
-      expect(validateValue('environment.humidity', 0)).to.deep.equal(accepted(0));
-      expect(validateValue('environment.humidity', 100)).to.deep.equal(accepted(100));
+      expect(catalogue.validateValue('environment.humidity', 0)).to.deep.equal(accepted(0));
+      expect(catalogue.validateValue('environment.humidity', 100)).to.deep.equal(accepted(100));
     });
 
     it('refuses values below the minimum or above the maximum', () => {
-      expect(validateValue('environment.humidity', -0.1)).to.deep.equal(refusal('out_of_range'));
-      expect(validateValue('environment.humidity', 100.1)).to.deep.equal(refusal('out_of_range'));
-      expect(validateValue('system.rssi', 1)).to.deep.equal(refusal('out_of_range'));
-      expect(validateValue('system.rssi', -151)).to.deep.equal(refusal('out_of_range'));
+      expect(catalogue.validateValue('environment.humidity', -0.1)).to.deep.equal(refusal('out_of_range'));
+      expect(catalogue.validateValue('environment.humidity', 100.1)).to.deep.equal(refusal('out_of_range'));
+      expect(catalogue.validateValue('system.rssi', 1)).to.deep.equal(refusal('out_of_range'));
+      expect(catalogue.validateValue('system.rssi', -151)).to.deep.equal(refusal('out_of_range'));
     });
 
     it('refuses a negative counter but puts no ceiling on it', () => {
-      expect(validateValue('electrical.energy_import', -1)).to.deep.equal(refusal('out_of_range'));
-      expect(validateValue('electrical.energy_import', 1e12)).to.deep.equal(accepted(1e12));
+      expect(catalogue.validateValue('electrical.energy_import', -1)).to.deep.equal(refusal('out_of_range'));
+      expect(catalogue.validateValue('electrical.energy_import', 1e12)).to.deep.equal(accepted(1e12));
     });
 
     it('lets signed powers be negative', () => {
-      expect(validateValue('energy.battery_power', -5000)).to.deep.equal(accepted(-5000));
+      expect(catalogue.validateValue('energy.battery_power', -5000)).to.deep.equal(accepted(-5000));
     });
   });
 
   describe('off_step', () => {
     it('refuses a value between grid points', () => {
-      expect(validateValue('system.lqi', 12.5)).to.deep.equal(refusal('off_step'));
-      expect(validateValue('system.rssi', -67.5)).to.deep.equal(refusal('off_step'));
+      expect(catalogue.validateValue('system.lqi', 12.5)).to.deep.equal(refusal('off_step'));
+      expect(catalogue.validateValue('system.rssi', -67.5)).to.deep.equal(refusal('off_step'));
     });
 
     it('accepts a value on the grid', () => {
-      expect(validateValue('system.lqi', 255)).to.deep.equal(accepted(255));
-      expect(validateValue('system.rssi', -67)).to.deep.equal(accepted(-67));
+      expect(catalogue.validateValue('system.lqi', 255)).to.deep.equal(accepted(255));
+      expect(catalogue.validateValue('system.rssi', -67)).to.deep.equal(accepted(-67));
     });
 
     it('checks the range before the step', () => {
-      expect(validateValue('system.lqi', 255.5)).to.deep.equal(refusal('out_of_range'));
+      expect(catalogue.validateValue('system.lqi', 255.5)).to.deep.equal(refusal('out_of_range'));
     });
 
     it('forgives floating-point error on the grid but not real offsets', () => {
-      expect(isOnStep(21.5, 0.5)).to.equal(true);
-      expect(isOnStep(21.3, 0.5)).to.equal(false);
-      expect(isOnStep(0.1 + 0.2, 0.1)).to.equal(true); // 0.30000000000000004
-      expect(isOnStep(0.3, 0.1)).to.equal(true); // 0.3 / 0.1 is 2.9999999999999996
-      expect(isOnStep(1.1 * 3, 0.1)).to.equal(true);
-      expect(isOnStep(-21.5, 0.5)).to.equal(true);
-      expect(isOnStep(21.25, 0.5)).to.equal(false);
-      expect(isOnStep(21.001, 0.01)).to.equal(false);
-      expect(isOnStep(1_000_000.5, 1)).to.equal(false);
+      expect(catalogue.isOnStep(21.5, 0.5)).to.equal(true);
+      expect(catalogue.isOnStep(21.3, 0.5)).to.equal(false);
+      expect(catalogue.isOnStep(0.1 + 0.2, 0.1)).to.equal(true); // 0.30000000000000004
+      expect(catalogue.isOnStep(0.3, 0.1)).to.equal(true); // 0.3 / 0.1 is 2.9999999999999996
+      expect(catalogue.isOnStep(1.1 * 3, 0.1)).to.equal(true);
+      expect(catalogue.isOnStep(-21.5, 0.5)).to.equal(true);
+      expect(catalogue.isOnStep(21.25, 0.5)).to.equal(false);
+      expect(catalogue.isOnStep(21.001, 0.01)).to.equal(false);
+      expect(catalogue.isOnStep(1_000_000.5, 1)).to.equal(false);
     });
 
     it('applies a step of a rule set through the same check', () => {
       const setpoint = { type: 'number', range: { min: 5, max: 30 }, step: 0.5 } as const;
-      expect(checkValue(setpoint, 21.5)).to.deep.equal(accepted(21.5));
-      expect(checkValue(setpoint, 21.3)).to.deep.equal(refusal('off_step'));
+      expect(catalogue.checkValue(setpoint, 21.5)).to.deep.equal(accepted(21.5));
+      expect(catalogue.checkValue(setpoint, 21.3)).to.deep.equal(refusal('off_step'));
     });
   });
 
   describe('text capabilities', () => {
     it('accept a listed value', () => {
-      expect(validateValue('evse.state', 'charging')).to.deep.equal(accepted('charging'));
-      expect(validateValue('hvac.mode', 'dry')).to.deep.equal(accepted('dry'));
+      expect(catalogue.validateValue('evse.state', 'charging')).to.deep.equal(accepted('charging'));
+      expect(catalogue.validateValue('hvac.mode', 'dry')).to.deep.equal(accepted('dry'));
     });
 
     it('refuse a value outside the enum, matching case exactly', () => {
       for (const value of ['Charging', 'charging ', 'exploded', '']) {
-        expect(validateValue('evse.state', value), value).to.deep.equal(refusal('not_in_enum'));
+        expect(catalogue.validateValue('evse.state', value), value).to.deep.equal(refusal('not_in_enum'));
       }
     });
 
     it('refuse a non-string as wrong_type', () => {
       for (const value of [0, true, null, ['heat']]) {
-        expect(validateValue('hvac.mode', value), String(value)).to.deep.equal(refusal('wrong_type'));
+        expect(catalogue.validateValue('hvac.mode', value), String(value)).to.deep.equal(
+          refusal('wrong_type'),
+        );
       }
     });
 
-    it(`refuse text longer than ${MAX_TEXT_LENGTH} characters as text_too_long`, () => {
-      expect(MAX_TEXT_LENGTH).to.equal(64);
-      expect(validateValue('evse.state', 'x'.repeat(65))).to.deep.equal(refusal('text_too_long'));
+    it(`refuse text longer than ${catalogue.MAX_TEXT_LENGTH} characters as text_too_long`, () => {
+      expect(catalogue.MAX_TEXT_LENGTH).to.equal(64);
+      expect(catalogue.validateValue('evse.state', 'x'.repeat(65))).to.deep.equal(refusal('text_too_long'));
       const freeText = { type: 'text' } as const;
-      expect(checkValue(freeText, 'x'.repeat(64))).to.deep.equal(accepted('x'.repeat(64)));
-      expect(checkValue(freeText, 'x'.repeat(65))).to.deep.equal(refusal('text_too_long'));
+      expect(catalogue.checkValue(freeText, 'x'.repeat(64))).to.deep.equal(accepted('x'.repeat(64)));
+      expect(catalogue.checkValue(freeText, 'x'.repeat(65))).to.deep.equal(refusal('text_too_long'));
     });
   });
 
   describe('commands', () => {
     it('accept a typed value for a writable capability', () => {
-      expect(validateCommandValue('actuator.contactor', false)).to.deep.equal(accepted(false));
+      expect(catalogue.validateCommandValue('actuator.contactor', false)).to.deep.equal(accepted(false));
     });
 
     it('refuse a read-only capability even with a valid value', () => {
-      expect(validateCommandValue('environment.temperature', 21)).to.deep.equal(
+      expect(catalogue.validateCommandValue('environment.temperature', 21)).to.deep.equal(
         refusal('capability_not_writable'),
       );
-      expect(validateCommandValue('hvac.mode', 'heat')).to.deep.equal(refusal('capability_not_writable'));
+      expect(catalogue.validateCommandValue('hvac.mode', 'heat')).to.deep.equal(
+        refusal('capability_not_writable'),
+      );
     });
 
     it('refuse an unknown capability before anything else', () => {
-      expect(validateCommandValue('actuator.door', true)).to.deep.equal(refusal('unknown_capability'));
+      expect(catalogue.validateCommandValue('actuator.door', true)).to.deep.equal(
+        refusal('unknown_capability'),
+      );
     });
 
     it("refuse 1, '1' and 'on' for every writable capability", () => {
-      for (const c of CAPABILITIES.filter((c) => c.writable)) {
+      for (const c of catalogue.CAPABILITIES.filter((c) => c.writable)) {
         for (const value of [1, '1', 'on']) {
-          expect(validateCommandValue(c.key, value), `${c.key} ${String(value)}`).to.deep.equal(
+          expect(catalogue.validateCommandValue(c.key, value), `${c.key} ${String(value)}`).to.deep.equal(
             refusal('wrong_type'),
           );
         }
@@ -194,20 +198,20 @@ describe('value validation', () => {
     });
 
     it('share the reading rules: readings accept what commands are refused for writability', () => {
-      expect(validateValue('environment.temperature', 21)).to.deep.equal(accepted(21));
+      expect(catalogue.validateValue('environment.temperature', 21)).to.deep.equal(accepted(21));
     });
   });
 
   describe('reason codes', () => {
     it('are snake_case', () => {
-      for (const reason of [...VALUE_REFUSAL_REASONS, 'capability_not_writable']) {
+      for (const reason of [...catalogue.VALUE_REFUSAL_REASONS, 'capability_not_writable']) {
         expect(reason).to.match(/^[a-z]+(_[a-z]+)*$/);
       }
     });
 
     it('are all documented', () => {
       const doc = readFileSync(new URL('../../docs/catalogue.md', import.meta.url), 'utf8');
-      for (const reason of [...VALUE_REFUSAL_REASONS, 'capability_not_writable']) {
+      for (const reason of [...catalogue.VALUE_REFUSAL_REASONS, 'capability_not_writable']) {
         expect(doc, reason).to.include(`\`${reason}\``);
       }
     });

@@ -9,17 +9,7 @@ import {
   type NewEvent,
   type RecordedEvent,
 } from '../../src/eventstore/port.js';
-import {
-  appendProjectHistories,
-  appendProjectHistory,
-  expectContinuousCheckpoints,
-  expectedChain,
-  projectChainUntil,
-  raceOnAuditStreams,
-  signTwiceAtOnce,
-  storedLinks,
-  type LinkRow,
-} from '../support/audit-chain.js';
+import * as auditChain from '../support/audit-chain.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
 /**
@@ -368,7 +358,7 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
       await readModels?.drop();
       readModels = undefined;
     });
-    const ours = (projects: string[]) => (links: LinkRow[]) =>
+    const ours = (projects: string[]) => (links: auditChain.LinkRow[]) =>
       links.filter((l) => projects.includes(l.projectId));
 
     it('hands back data whose JSON.stringify is the text appended, by every kind of append', async () => {
@@ -431,26 +421,30 @@ export function eventStoreContract(open: () => Promise<ContractTarget & { close(
     it('chains the control history through its subscription as the domain computes it', async () => {
       readModels = await freshDatabase();
       const projects = [`prj_${randomUUID().slice(0, 8)}`, `prj_${randomUUID().slice(0, 8)}`];
-      await projectChainUntil(readModels, store, await appendProjectHistories(store, projects));
-      const links = ours(projects)(await storedLinks(readModels.pool));
+      await auditChain.projectChainUntil(
+        readModels,
+        store,
+        await auditChain.appendProjectHistories(store, projects),
+      );
+      const links = ours(projects)(await auditChain.storedLinks(readModels.pool));
       expect(links).to.have.length(16);
-      expect(links).to.deep.equal(ours(projects)(await expectedChain(store)));
+      expect(links).to.deep.equal(ours(projects)(await auditChain.expectedChain(store)));
     });
 
     it('records one checkpoint per sequence when two signers race', async () => {
       readModels = await freshDatabase();
       const project = `prj_${randomUUID().slice(0, 8)}`;
-      await appendProjectHistory(store, project);
-      await projectChainUntil(readModels, store, (await store.headPosition())!);
+      await auditChain.appendProjectHistory(store, project);
+      await auditChain.projectChainUntil(readModels, store, (await store.headPosition())!);
       await readModels.pool.query('DELETE FROM audit_chain_heads WHERE project_id <> $1', [project]);
       const signer = await activeAuditSigner(readModels.pool);
-      const { outcomes } = raceOnAuditStreams(store);
-      expect(await signTwiceAtOnce(store, readModels.pool, signer, new Date())).to.deep.equal([
+      const { outcomes } = auditChain.raceOnAuditStreams(store);
+      expect(await auditChain.signTwiceAtOnce(store, readModels.pool, signer, new Date())).to.deep.equal([
         `${project}#0`,
       ]);
       expect(outcomes.sort()).to.deep.equal(['appended', 'wrong revision']);
       sinon.restore();
-      await expectContinuousCheckpoints(store, readModels.pool, project, [8]);
+      await auditChain.expectContinuousCheckpoints(store, readModels.pool, project, [8]);
     });
   });
 }

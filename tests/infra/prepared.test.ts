@@ -1,15 +1,7 @@
 import { expect } from 'chai';
 import { createPool, type Pool } from '../../src/infra/postgres/pool.js';
 import { arrayLiteral } from '../../src/infra/postgres/array-literal.js';
-import {
-  float8Array,
-  int4Array,
-  int8Array,
-  jsonbArray,
-  textArray,
-  timestamptzArray,
-  uuidArray,
-} from '../../src/infra/postgres/binary-array.js';
+import * as binaryArray from '../../src/infra/postgres/binary-array.js';
 import { bind, prepared } from '../../src/infra/postgres/prepared.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
 
@@ -178,13 +170,13 @@ describe('prepared statements and their array parameters', () => {
     ];
     const { rows } = await pool.query(
       bind(BINARY_ECHO, [
-        textArray(texts),
-        int8Array(int8s),
-        int4Array(int4s),
-        float8Array(float8s),
-        uuidArray(uuids),
-        jsonbArray([...documents, null]),
-        timestamptzArray([...times, 1_795_000_000_123]),
+        binaryArray.textArray(texts),
+        binaryArray.int8Array(int8s),
+        binaryArray.int4Array(int4s),
+        binaryArray.float8Array(float8s),
+        binaryArray.uuidArray(uuids),
+        binaryArray.jsonbArray([...documents, null]),
+        binaryArray.timestamptzArray([...times, 1_795_000_000_123]),
         [...times, new Date(1_795_000_000_123).toISOString()],
         texts,
         float8s,
@@ -207,7 +199,7 @@ describe('prepared statements and their array parameters', () => {
   it("in binary take year 0, which PostgreSQL's text input refuses, as ISO 8601's 1 BC", async () => {
     const { rows } = await pool.query<{ day: string }>(
       `SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US BC') AS day FROM unnest($1::timestamptz[]) t`,
-      [timestamptzArray(['0000-02-29T12:00:00.000Z', '0000-03-01T00:00:00.0000015Z'])],
+      [binaryArray.timestamptzArray(['0000-02-29T12:00:00.000Z', '0000-03-01T00:00:00.0000015Z'])],
     );
     expect(rows.map((r) => r.day)).to.deep.equal([
       '0001-02-29 12:00:00.000000 BC',
@@ -216,22 +208,23 @@ describe('prepared statements and their array parameters', () => {
   });
 
   it('in binary refuse what the element type cannot hold exactly, before anything is sent', () => {
-    expect(() => int8Array([1.5])).to.throw(RangeError);
-    expect(() => int8Array([2 ** 53])).to.throw(RangeError);
-    expect(() => timestamptzArray([Number.NaN])).to.throw(RangeError);
-    expect(() => timestamptzArray([1e17]), 'beyond 294276 AD').to.throw(RangeError);
-    expect(() => timestamptzArray([-3e14]), 'before 4714 BC').to.throw(RangeError);
-    expect(() => timestamptzArray([6e15]), 'about 190,000 AD').not.to.throw();
-    expect(() => int4Array([2 ** 31])).to.throw(RangeError);
-    expect(() => int4Array([-(2 ** 31) - 1])).to.throw(RangeError);
-    expect(() => int4Array([1.5])).to.throw(RangeError);
-    expect(() => int4Array([Number.NaN])).to.throw(RangeError);
-    expect(() => uuidArray(['not-a-uuid'])).to.throw(RangeError);
-    expect(() => timestamptzArray(['yesterday'])).to.throw(RangeError);
-    expect(() => timestamptzArray(['2026-02-30T00:00:00.000Z']), 'a day its month lacks').to.throw(
-      RangeError,
-    );
-    expect(() => timestamptzArray(['2025-02-29T12:00:00.5Z'])).to.throw(RangeError);
-    expect(() => timestamptzArray(['2024-02-29T12:00:00.000Z']), 'a leap day').not.to.throw();
+    expect(() => binaryArray.int8Array([1.5])).to.throw(RangeError);
+    expect(() => binaryArray.int8Array([2 ** 53])).to.throw(RangeError);
+    expect(() => binaryArray.timestamptzArray([Number.NaN])).to.throw(RangeError);
+    expect(() => binaryArray.timestamptzArray([1e17]), 'beyond 294276 AD').to.throw(RangeError);
+    expect(() => binaryArray.timestamptzArray([-3e14]), 'before 4714 BC').to.throw(RangeError);
+    expect(() => binaryArray.timestamptzArray([6e15]), 'about 190,000 AD').not.to.throw();
+    expect(() => binaryArray.int4Array([2 ** 31])).to.throw(RangeError);
+    expect(() => binaryArray.int4Array([-(2 ** 31) - 1])).to.throw(RangeError);
+    expect(() => binaryArray.int4Array([1.5])).to.throw(RangeError);
+    expect(() => binaryArray.int4Array([Number.NaN])).to.throw(RangeError);
+    expect(() => binaryArray.uuidArray(['not-a-uuid'])).to.throw(RangeError);
+    expect(() => binaryArray.timestamptzArray(['yesterday'])).to.throw(RangeError);
+    expect(
+      () => binaryArray.timestamptzArray(['2026-02-30T00:00:00.000Z']),
+      'a day its month lacks',
+    ).to.throw(RangeError);
+    expect(() => binaryArray.timestamptzArray(['2025-02-29T12:00:00.5Z'])).to.throw(RangeError);
+    expect(() => binaryArray.timestamptzArray(['2024-02-29T12:00:00.000Z']), 'a leap day').not.to.throw();
   });
 });

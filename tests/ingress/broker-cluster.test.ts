@@ -3,18 +3,7 @@ import { Redis } from 'ioredis';
 import type { MqttClient } from 'mqtt';
 import { freePort } from '../../src/infra/ports.js';
 import { REDIS_URL, dropNamespace, redisProxy, requireRedis, testNamespace } from '../support/redis.js';
-import {
-  WAIT_MS,
-  closed,
-  connected,
-  eventually,
-  nextMessage,
-  readings,
-  removeSharedAuthority,
-  startBrokerFixture,
-  within,
-  type BrokerFixture,
-} from './support/broker-fixture.js';
+import * as fixture from './support/broker-fixture.js';
 
 const A = 'agent-a';
 const DOWN = `dc/v1/agents/${A}/down/#`;
@@ -29,8 +18,8 @@ const permit = (sessionId: string) => ({
 
 describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redis)', function () {
   let namespace: string;
-  let one: BrokerFixture;
-  let two: BrokerFixture;
+  let one: fixture.BrokerFixture;
+  let two: fixture.BrokerFixture;
   /** Per node, the agents whose connection there another node took over. */
   let movedAway: { one: string[]; two: string[] };
 
@@ -43,8 +32,8 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
     namespace = testNamespace('broker');
     const cluster = { redisUrl: REDIS_URL, namespace };
     movedAway = { one: [], two: [] };
-    one = await startBrokerFixture({ cluster, onAgentMovedAway: (id) => movedAway.one.push(id) });
-    two = await startBrokerFixture({ cluster, onAgentMovedAway: (id) => movedAway.two.push(id) });
+    one = await fixture.startBrokerFixture({ cluster, onAgentMovedAway: (id) => movedAway.one.push(id) });
+    two = await fixture.startBrokerFixture({ cluster, onAgentMovedAway: (id) => movedAway.two.push(id) });
     for (const node of [one, two]) node.directory.add(A, 'hub-a', ['dev-a1']);
   });
 
@@ -55,38 +44,38 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
   });
 
   after(async function () {
-    await removeSharedAuthority();
+    await fixture.removeSharedAuthority();
   });
 
-  async function agentOn(node: BrokerFixture): Promise<MqttClient> {
+  async function agentOn(node: fixture.BrokerFixture): Promise<MqttClient> {
     const client = node.connect({ clientId: A, certificate: await node.certificateFor(A) });
-    await connected(client);
-    await within(client.subscribeAsync(DOWN, { qos: 1 }), WAIT_MS, 'subscribe');
+    await fixture.connected(client);
+    await fixture.within(client.subscribeAsync(DOWN, { qos: 1 }), fixture.WAIT_MS, 'subscribe');
     return client;
   }
 
   it('an agent that moves to the other node is taken over there; only its last connection reports it offline', async function () {
     const first = await agentOn(one);
     expect(one.broker.holdsAgent(A)).to.equal(true);
-    const firstClosed = closed(first);
+    const firstClosed = fixture.closed(first);
     const moved = await agentOn(two);
     await firstClosed; // the takeover happened: node one closed its connection because of node two's
-    await eventually(() => !one.broker.holdsAgent(A), 'node one let go of the agent');
+    await fixture.eventually(() => !one.broker.holdsAgent(A), 'node one let go of the agent');
     expect(two.broker.holdsAgent(A)).to.equal(true);
     // Node one dropping the old connection's subscriptions must not drop the new one's.
-    const heard = nextMessage(moved, PAIRING);
+    const heard = fixture.nextMessage(moved, PAIRING);
     await two.broker.publishDown(A, 'pairing', permit('after-move'));
     expect(JSON.parse(await heard)).to.include({ sessionId: 'after-move' });
 
-    await within(
-      moved.publishAsync(`dc/v1/agents/${A}/devices/dev-a1/readings`, readings(1), { qos: 1 }),
-      WAIT_MS,
+    await fixture.within(
+      moved.publishAsync(`dc/v1/agents/${A}/devices/dev-a1/readings`, fixture.readings(1), { qos: 1 }),
+      fixture.WAIT_MS,
       'PUBACK',
     );
-    await within(moved.endAsync(), WAIT_MS, 'clean disconnect');
-    await eventually(() => two.offline.length > 0, 'node two reported the agent offline');
-    await within(one.broker.close(), WAIT_MS, 'node one closed'); // every handler it started has settled
-    await within(two.broker.close(), WAIT_MS, 'node two closed');
+    await fixture.within(moved.endAsync(), fixture.WAIT_MS, 'clean disconnect');
+    await fixture.eventually(() => two.offline.length > 0, 'node two reported the agent offline');
+    await fixture.within(one.broker.close(), fixture.WAIT_MS, 'node one closed'); // every handler it started has settled
+    await fixture.within(two.broker.close(), fixture.WAIT_MS, 'node two closed');
     expect(one.offline, 'node one, which the agent left').to.deep.equal([]);
     expect(movedAway.one, 'node one forgot the agent for itself').to.deep.equal([A]);
     expect(two.offline).to.deep.equal([A]);
@@ -98,13 +87,13 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
     // Without a subscription to drop, aedes reports the end at once: only a mark made before its own
     // takeover listener runs can keep the old node quiet.
     const first = one.connect({ clientId: A, certificate: await one.certificateFor(A) });
-    await connected(first);
-    const firstClosed = closed(first);
+    await fixture.connected(first);
+    const firstClosed = fixture.closed(first);
     const moved = await agentOn(two);
     await firstClosed;
-    await within(moved.endAsync(), WAIT_MS, 'clean disconnect');
-    await eventually(() => two.offline.length > 0, 'node two reported the agent offline');
-    await within(one.broker.close(), WAIT_MS, 'node one closed');
+    await fixture.within(moved.endAsync(), fixture.WAIT_MS, 'clean disconnect');
+    await fixture.eventually(() => two.offline.length > 0, 'node two reported the agent offline');
+    await fixture.within(one.broker.close(), fixture.WAIT_MS, 'node one closed');
     expect(one.offline).to.deep.equal([]);
     expect(movedAway.one).to.deep.equal([A]);
   });
@@ -121,15 +110,15 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
       return lookup(agentId);
     };
     const slow = one.connect({ clientId: A, certificate: await one.certificateFor(A) });
-    await eventually(() => asked, 'node one authenticating');
+    await fixture.eventually(() => asked, 'node one authenticating');
     const other = await agentOn(two);
-    const otherClosed = closed(other);
+    const otherClosed = fixture.closed(other);
     letIn();
-    await connected(slow);
+    await fixture.connected(slow);
     await otherClosed; // node one's connection, registered last, took over node two's
-    await within(slow.endAsync(), WAIT_MS, 'clean disconnect');
-    await eventually(() => one.offline.length > 0, 'node one reported the agent offline');
-    await within(two.broker.close(), WAIT_MS, 'node two closed');
+    await fixture.within(slow.endAsync(), fixture.WAIT_MS, 'clean disconnect');
+    await fixture.eventually(() => one.offline.length > 0, 'node one reported the agent offline');
+    await fixture.within(two.broker.close(), fixture.WAIT_MS, 'node two closed');
     expect(one.offline).to.deep.equal([A]);
     expect(two.offline).to.deep.equal([]);
     expect(movedAway).to.deep.equal({ one: [], two: [A] });
@@ -137,9 +126,9 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
 
   it('a will is stored for every node naming the connection it speaks for; the disconnect names it too', async function () {
     const agent = await agentOn(one);
-    await within(
+    await fixture.within(
       agent.publishAsync(`dc/v1/agents/${A}/status`, JSON.stringify({ state: 'online' }), { qos: 1 }),
-      WAIT_MS,
+      fixture.WAIT_MS,
       'PUBACK',
     );
     const connectionId = one.uplinks.find((u) => u.topic.kind === 'agentStatus')?.connectionId;
@@ -157,31 +146,33 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
     } finally {
       redis.disconnect();
     }
-    await within(agent.endAsync(), WAIT_MS, 'clean disconnect');
-    await eventually(() => one.offline.length > 0, 'node one reported the agent offline');
+    await fixture.within(agent.endAsync(), fixture.WAIT_MS, 'clean disconnect');
+    await fixture.eventually(() => one.offline.length > 0, 'node one reported the agent offline');
     expect(one.offlineConnections).to.deep.equal([connectionId]);
   });
 
   it('a node whose Redis cannot be reached refuses to start, naming why', async function () {
     const nowhere = `redis://127.0.0.1:${await freePort()}`;
-    const error = await startBrokerFixture({
-      cluster: { redisUrl: nowhere, namespace, connectTimeoutMs: 1000 },
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await fixture
+      .startBrokerFixture({
+        cluster: { redisUrl: nowhere, namespace, connectTimeoutMs: 1000 },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).to.be.instanceOf(Error);
     expect((error as Error).message).to.match(/cannot reach Redis/);
   });
 
   it('a node whose Redis went away still shuts down, within its deadlines', async function () {
     const proxy = await redisProxy();
-    const node = await startBrokerFixture({ cluster: { redisUrl: proxy.url, namespace } });
+    const node = await fixture.startBrokerFixture({ cluster: { redisUrl: proxy.url, namespace } });
     try {
       node.directory.add(A, 'hub-a', ['dev-a1']);
       await agentOn(node);
       proxy.cut(); // Redis is gone for this node: nothing will confirm its goodbyes
-      await within(node.broker.close(), 10_000, 'the node closed without Redis');
+      await fixture.within(node.broker.close(), 10_000, 'the node closed without Redis');
       await node.close();
     } finally {
       proxy.close();
@@ -199,7 +190,7 @@ describe('two broker nodes sharing Redis (real TLS, real MQTT clients, real Redi
     await one.broker.publishDown(A, 'pairing', permit('s1'));
     await two.broker.publishDown(A, 'pairing', permit('s1'));
     await two.broker.publishDown(A, 'pairing', permit('marker'));
-    await eventually(() => heard.includes('marker'), 'the marker downlink');
+    await fixture.eventually(() => heard.includes('marker'), 'the marker downlink');
     expect(heard).to.deep.equal(['s1', 'marker']);
   });
 });

@@ -45,6 +45,12 @@ const COMMAND_PAGE = `
 
 const ONE_COMMAND = `SELECT ${COLUMNS} FROM commands WHERE project_id = $1 AND command_id = $2`;
 
+const PENDING_DEADLINES = `
+  SELECT command_id, device_id, expires_at FROM commands
+   WHERE status IN ('queued', 'sent') AND expires_at <= $1
+   ORDER BY expires_at
+   LIMIT $2`;
+
 interface Row {
   seq: string;
   command_id: string;
@@ -86,6 +92,22 @@ export async function findCommand(
 ): Promise<CommandRow | undefined> {
   const { rows } = await pool.query<Row>(ONE_COMMAND, [projectId, commandId]);
   return rows[0] && toRow(rows[0]);
+}
+
+/** What the expiry sweep needs of a pending command: which one, on which device, and when its TTL ends. */
+export type CommandDeadline = Pick<CommandRow, 'commandId' | 'deviceId' | 'expiresAt'>;
+
+/** Commands still pending by this read model whose TTL ends by `until`, soonest first, at most `limit`. */
+export async function listPendingDeadlines(
+  pool: Pool,
+  until: Date,
+  limit: number,
+): Promise<CommandDeadline[]> {
+  const { rows } = await pool.query<Pick<Row, 'command_id' | 'device_id' | 'expires_at'>>(PENDING_DEADLINES, [
+    until,
+    limit,
+  ]);
+  return rows.map(camelCased);
 }
 
 /** The record of a row; `seq` only orders pages. */
