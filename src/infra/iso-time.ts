@@ -87,3 +87,32 @@ function daysSinceEpoch(year: number, month: number, day: number): number {
   const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
   return era * 146_097 + dayOfEra - 719_468;
 }
+
+const DAY_MS = 86_400_000;
+let cachedDayStart = Number.NaN;
+let cachedDayPrefix = '';
+
+const pad2 = (n: number) => (n < 10 ? '0' : '') + n;
+const pad3 = (n: number) => (n < 10 ? '00' : n < 100 ? '0' : '') + n;
+
+/**
+ * Epoch milliseconds in toISOString's form. The audit chain writes one recording time per event it
+ * chains or verifies, nearly all on the day of the one before: that day's `YYYY-MM-DDT` is kept from the
+ * previous call and the time of day written digit by digit, a fifth of toISOString's cost. Days outside
+ * years 0000-9999 (and invalid times, which throw) go through toISOString itself.
+ */
+export function isoInstant(ms: number): string {
+  let inDay = ms - cachedDayStart;
+  if (!(inDay >= 0 && inDay < DAY_MS)) {
+    const dayStart = ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS);
+    const iso = new Date(dayStart).toISOString();
+    if (iso.length !== 24) return new Date(ms).toISOString();
+    cachedDayStart = dayStart;
+    cachedDayPrefix = iso.slice(0, 11);
+    inDay = ms - dayStart;
+  }
+  const hours = Math.floor(inDay / 3_600_000);
+  const minutes = Math.floor(inDay / 60_000) % 60;
+  const seconds = Math.floor(inDay / 1000) % 60;
+  return `${cachedDayPrefix}${pad2(hours)}:${pad2(minutes)}:${pad2(seconds)}.${pad3(inDay % 1000)}Z`;
+}

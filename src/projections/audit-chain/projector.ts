@@ -7,6 +7,7 @@ import {
 import { eventDigest, genesisLink, nextLink } from '../../domain/audit/chain.js';
 import type { RecordedEvent } from '../../eventstore/port.js';
 import { sha256Hex } from '../../infra/sha256.js';
+import { isoInstant } from '../../infra/iso-time.js';
 import type { PoolClient } from '../../infra/postgres/pool.js';
 import type { Projector } from '../projector.js';
 
@@ -77,7 +78,7 @@ export function auditChainProjector(): Projector {
         const link = nextLink(sha256Hex, head.link, digest);
         const next = { sequence: head.sequence + 1, link, position: event.position };
         heads.set(projectId, next);
-        links.push({ ...next, projectId, digest, recordedAt: event.recordedAt.toISOString() });
+        links.push({ ...next, projectId, digest, recordedAt: isoInstant(event.recordedAt.getTime()) });
       }
       const { registered } = membership;
       if (registered.size > 0)
@@ -108,7 +109,7 @@ export function chainedFields(event: RecordedEvent) {
     position: event.position,
     type: event.type,
     streamName: event.streamName,
-    recordedAt: event.recordedAt.toISOString(),
+    recordedAt: isoInstant(event.recordedAt.getTime()),
     data: event.dataText ?? JSON.stringify(event.data),
   };
 }
