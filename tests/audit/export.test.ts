@@ -69,19 +69,27 @@ describe('devcloud audit export, head, keys and --checkpoints on the PostgreSQL 
   });
 
   it('prints the newest checkpoint of each project, with its signature and key', async () => {
-    const run = await cli('audit', 'head', '--json');
+    // Two reads: their CLI runs, seconds of start-up each, go side by side.
+    const [run, keyList] = await Promise.all([
+      cli('audit', 'head', '--json'),
+      cli('audit', 'keys', 'list', '--json'),
+    ]);
     expect(run.code, run.stderr).to.equal(0);
     const heads = lines(run.stdout);
     expect(heads).to.have.length(2);
     const mine = heads.find((h) => h.projectId === projectId)!;
     expect(mine).to.include({ sequence: 1, algorithm: 'Ed25519' });
     expect(mine.signature).to.be.a('string').and.not.be.empty;
-    const keys = lines((await cli('audit', 'keys', 'list', '--json')).stdout);
+    const keys = lines(keyList.stdout);
     expect(keys.map((k) => k.keyId)).to.deep.equal([mine.keyId]);
   });
 
   it('prints beside each grant the checkpoint that covers it, or unsigned', async () => {
-    const run = await cli('audit', 'grants', '--project', projectId, '--checkpoints', '--json');
+    // Two reads, side by side.
+    const [run, table] = await Promise.all([
+      cli('audit', 'grants', '--project', projectId, '--checkpoints', '--json'),
+      cli('audit', 'commands', '--project', projectId, '--checkpoints'),
+    ]);
     expect(run.code, run.stderr).to.equal(0);
     const rows = lines(run.stdout);
     const covered = rows.map((r) => r.checkpoint);
@@ -89,7 +97,6 @@ describe('devcloud audit export, head, keys and --checkpoints on the PostgreSQL 
     expect(covered.slice(0, 2).map((c) => (c as { sequence: number }).sequence)).to.deep.equal([0, 0]);
     expect((covered[2] as { sequence: number }).sequence).to.equal(1);
     expect(covered.at(-1)).to.equal('unsigned');
-    const table = await cli('audit', 'commands', '--project', projectId, '--checkpoints');
     expect(table.code, table.stderr).to.equal(0);
     expect(table.stdout)
       .to.match(/CHECKPOINT/)

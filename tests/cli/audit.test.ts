@@ -234,15 +234,19 @@ describe('devcloud audit: grants and commands replayed from the event store', fu
     ];
   };
 
-  /** Every answer the test checks, as the CLI prints it. */
+  /**
+   * Every answer the test checks, as the CLI prints it. Only reads: the CLI runs, seconds of start-up each,
+   * go side by side.
+   */
   async function answers() {
-    return {
-      grants: await jsonLines(api, 'audit', 'grants', '--project', projectId),
-      asOf: await jsonLines(api, 'audit', 'grants', '--project', projectId, '--as-of', t(270)),
-      commandsOfD1: await jsonLines(api, 'audit', 'commands', '--device', d1),
-      commandsFrom: await jsonLines(api, 'audit', 'commands', '--project', projectId, '--from', t(300)),
-      table: (await devcloud(api, 'audit', 'grants', '--device', d1)).stdout,
-    };
+    const [grants, asOf, commandsOfD1, commandsFrom, table] = await Promise.all([
+      jsonLines(api, 'audit', 'grants', '--project', projectId),
+      jsonLines(api, 'audit', 'grants', '--project', projectId, '--as-of', t(270)),
+      jsonLines(api, 'audit', 'commands', '--device', d1),
+      jsonLines(api, 'audit', 'commands', '--project', projectId, '--from', t(300)),
+      devcloud(api, 'audit', 'grants', '--device', d1).then((run) => run.stdout),
+    ]);
+    return { grants, asOf, commandsOfD1, commandsFrom, table };
   }
 
   let first: Awaited<ReturnType<typeof answers>>;
@@ -254,12 +258,14 @@ describe('devcloud audit: grants and commands replayed from the event store', fu
 
   it('audit grants --as-of: the grants in force at that instant, with the device lifecycle and profile then', async () => {
     expect(first.asOf).to.deep.equal([inForce(d1, 'actuator.relay', 60, t(270), 'verified')]);
-    const atFive = await jsonLines(api, 'audit', 'grants', '--as-of', t(300), '--project', projectId);
+    const [atFive, beforeAny] = await Promise.all([
+      jsonLines(api, 'audit', 'grants', '--as-of', t(300), '--project', projectId),
+      jsonLines(api, 'audit', 'grants', '--as-of', t(-1), '--project', projectId),
+    ]);
     expect(atFive).to.deep.equal([
       inForce(d1, 'actuator.relay', 60, t(300), 'verified'),
       inForce(d2, 'binary.switch', 300, t(300), 'draft'),
     ]);
-    const beforeAny = await jsonLines(api, 'audit', 'grants', '--as-of', t(-1), '--project', projectId);
     expect(beforeAny).to.deep.equal([]);
   });
 
@@ -292,14 +298,15 @@ describe('devcloud audit: grants and commands replayed from the event store', fu
     expect(lines).to.have.length(4);
     expect(lines[3]).to.include('revoked').and.include(d1).and.include(t(240));
     // Each CLI start costs seconds on a busy machine: two refusals stand for the option checks.
-    for (const bad of [
+    const refusals = [
       ['audit', 'grants', '--as-of', 'yesterday'],
       ['audit', 'grants', '--as-of', t(1), '--from', t(0)],
-    ]) {
-      const run = await devcloud(api, ...bad);
-      expect(run.code, bad.join(' ')).to.equal(1);
-      expect(run.stderr).to.match(/^devcloud: audit/);
-    }
+    ];
+    const runs = await Promise.all(refusals.map((bad) => devcloud(api, ...bad)));
+    refusals.forEach((bad, i) => {
+      expect(runs[i]!.code, bad.join(' ')).to.equal(1);
+      expect(runs[i]!.stderr).to.match(/^devcloud: audit/);
+    });
   });
 
   it('prints stored text with control characters escaped, one row each, and exactly with --json', async () => {

@@ -85,13 +85,18 @@ describe('devcloud device profile / status', function () {
 
   it('refuses a --reason with control characters (a newline, an escape sequence, a bidi override): exit 1, nothing recorded', async () => {
     const before = (await recorded()).length;
-    for (const reason of ['ok\nforged row', 'ok \u001b[1A\u001b[2K', 'ok \u202egnp.exe', 'tab\there']) {
-      const refused = await devcloud(api, 'device', 'profile', deviceId, 'verified', '--reason', reason);
-      expect(refused.code, JSON.stringify(reason)).to.equal(1);
-      expect(refused.stderr).to.equal(
+    const reasons = ['ok\nforged row', 'ok \u001b[1A\u001b[2K', 'ok \u202egnp.exe', 'tab\there'];
+    // Each is refused before anything is written (checked below): the CLI runs, seconds of start-up each, go
+    // side by side.
+    const runs = await Promise.all(
+      reasons.map((reason) => devcloud(api, 'device', 'profile', deviceId, 'verified', '--reason', reason)),
+    );
+    reasons.forEach((reason, i) => {
+      expect(runs[i]!.code, JSON.stringify(reason)).to.equal(1);
+      expect(runs[i]!.stderr).to.equal(
         'devcloud: device profile: --reason must not contain control characters (newlines, tabs, escape sequences, bidi controls)\n',
       );
-    }
+    });
     expect((await recorded()).length).to.equal(before);
   });
 
@@ -105,10 +110,13 @@ describe('devcloud device profile / status', function () {
       'devcloud: device status: a retired device cannot become active (retired is final)\n',
     );
     expect((await recorded()).length).to.equal(before);
-    const unknown = await devcloud(api, 'device', 'status', deviceId, 'asleep');
+    // Two more refusals, of an unknown status and an unknown device: side by side.
+    const [unknown, missing] = await Promise.all([
+      devcloud(api, 'device', 'status', deviceId, 'asleep'),
+      devcloud(api, 'device', 'status', 'dev_nowhere', 'active'),
+    ]);
     expect(unknown.code).to.equal(1);
     expect(unknown.stderr).to.match(/^devcloud: device status: expected one of active, /);
-    const missing = await devcloud(api, 'device', 'status', 'dev_nowhere', 'active');
     expect(missing.stderr).to.equal('devcloud: device: no such device\n');
   });
 });

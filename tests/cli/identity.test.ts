@@ -57,14 +57,17 @@ describe('devcloud project / client / keys', function () {
   });
 
   it('refuses an unknown scope or project with one line and exit code 1', async () => {
-    const badScope = await createClient(api, projectId, 'devices:read root');
+    // Refusals write nothing, so the three CLI runs (seconds of start-up each) go side by side.
+    const [badScope, badProject, badAuth] = await Promise.all([
+      createClient(api, projectId, 'devices:read root'),
+      createClient(api, 'prj_nothere', 'devices:read'),
+      createClient(api, projectId, 'devices:read', '--auth', 'jwt'),
+    ]);
     expect(badScope.code).to.equal(1);
     expect(badScope.stderr.trim().split('\n')).to.have.length(1);
     expect(badScope.stderr).to.contain('unknown scope root');
-    const badProject = await createClient(api, 'prj_nothere', 'devices:read');
     expect(badProject.code).to.equal(1);
     expect(badProject.stderr.trim()).to.equal('devcloud: no project prj_nothere');
-    const badAuth = await createClient(api, projectId, 'devices:read', '--auth', 'jwt');
     expect(badAuth.code).to.equal(1);
   });
 
@@ -115,8 +118,11 @@ describe('devcloud project / client / keys', function () {
     );
     expect(rows[0]).to.include({ private_jwk: null });
     expect(rows[0].revoked_at).to.be.instanceOf(Date);
-    const unknown = await devcloud(api, 'keys', 'revoke', 'nope');
-    const dashed = await devcloud(api, 'keys', 'revoke', '--', '-nope');
+    // Both refused, nothing written: side by side.
+    const [unknown, dashed] = await Promise.all([
+      devcloud(api, 'keys', 'revoke', 'nope'),
+      devcloud(api, 'keys', 'revoke', '--', '-nope'),
+    ]);
     expect(dashed.code).to.equal(1);
     expect(dashed.stderr).to.contain('no signing key -nope');
     expect(unknown.code).to.equal(1);
