@@ -40,7 +40,14 @@ export async function auditBenchmarks(): Promise<void> {
     });
 
     started = process.hrtime.bigint();
-    const verified = await verifyStoredHistory({ store, pool: db.pool });
+    const verified = await verifyStoredHistory({
+      store,
+      pool: db.pool,
+      connection: {
+        databaseUrl: db.url,
+        eventStore: { EVENTSTORE_FOLLOWER_READS: false, PROJECTION_IDLE_POLL_MS: 2000 },
+      },
+    });
     const milliseconds = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
     if (!verified.ok || verified.events !== TOTAL || verified.checkpoints !== signed.length) {
       throw new Error(`audit verify did not pass: ${JSON.stringify(verified.findings.slice(0, 3))}`);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { createLogger } from '../src/infra/logger.js';
 import {
@@ -15,6 +15,7 @@ import { EVENT_STORE_FUNCTIONS } from '../src/eventstore/postgres/functions/inst
 import { createPool, type Pool } from '../src/infra/postgres/pool.js';
 import { freePort } from '../src/infra/ports.js';
 import { undoable } from './interrupt.js';
+import { workerThread } from '../src/infra/worker-thread.js';
 
 /** application_name of the bench's own connections, so CPU meters can leave them out. */
 export const BENCH_APPLICATION = 'devcloud-bench';
@@ -153,14 +154,9 @@ function round1(value: number): number {
   return Number.isFinite(value) ? Math.round(value * 10) / 10 : value;
 }
 
-/**
- * A worker thread running one of the benches' TypeScript scripts (`script`, beside this file). A worker does
- * not inherit tsx's loader: it registers it first, as bin/devcloud.js does.
- */
+/** A worker thread running one of the benches' TypeScript scripts (`script`, beside this file). */
 export function benchWorker(script: string, workerData: unknown): Worker {
-  const url = new URL(script, import.meta.url).href;
-  const bootstrap = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData });
+  return workerThread(import.meta.url, script.replace(/\.ts$/, ''), workerData);
 }
 
 /**

@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { ChainSeed, StoredLink } from '../domain/audit/verification.js';
 import { inTransaction, type Pool } from '../infra/postgres/pool.js';
 import { AUDIT_CHAIN_PROJECTOR } from '../projections/audit-chain/projector.js';
@@ -15,7 +16,7 @@ const LINK_COLUMNS = `position, project_id, sequence::float8 AS sequence, digest
 
 const linksPage = (lower: '>' | '>=') => `
   SELECT ${LINK_COLUMNS} FROM audit_chain_links
-   WHERE position ${lower} $1 AND position <= $2 AND ${PROJECT}
+   WHERE position ${lower} $1 AND position <= $2 AND position < $5 AND ${PROJECT}
    ORDER BY position LIMIT $4`;
 const LINKS_FROM = linksPage('>=');
 const LINKS_AFTER = linksPage('>');
@@ -47,6 +48,18 @@ const LAST_SEQUENCE_UP_TO = `
   SELECT sequence::float8 AS sequence FROM audit_chain_links WHERE project_id = $1 AND position <= $2
    ORDER BY sequence DESC LIMIT 1`;
 
+/** How many links lie in a range, and the position of the $4-th of them (from 0): where to split it. */
+const LINKS_IN_RANGE = `
+  SELECT count(*)::float8 AS n FROM audit_chain_links WHERE position >= $1 AND position <= $2 AND ${PROJECT}`;
+const NTH_LINK_IN_RANGE = `
+  SELECT position FROM audit_chain_links WHERE position >= $1 AND position <= $2 AND ${PROJECT}
+   ORDER BY position OFFSET $4 LIMIT 1`;
+
+/** The positions of these links of these chains ($1 projects, $2 sequences, pairwise). */
+const AT_SEQUENCES = `
+  SELECT l.project_id, l.position FROM unnest($1::text[], $2::bigint[]) AS w(project_id, sequence)
+    JOIN audit_chain_links l USING (project_id, sequence)`;
+
 const AT_POSITIONS = `SELECT ${LINK_COLUMNS} FROM audit_chain_links WHERE position = ANY ($1::text[])`;
 
 /**
@@ -55,10 +68,14 @@ const AT_POSITIONS = `SELECT ${LINK_COLUMNS} FROM audit_chain_links WHERE positi
  * range for a few thousand rows, scans a bitmap and sorts everything after the key, so each page sorts the
  * rest of the table (measured on 1,000,000 links: 650 ms a page 700,000 links in, 6 ms in index order).
  */
-async function pageInIndexOrder(pool: Pool, sql: string, parameters: unknown[]): Promise<LinkRow[]> {
+async function pageInIndexOrder<Row extends object = LinkRow>(
+  pool: Pool,
+  sql: string,
+  parameters: unknown[],
+): Promise<Row[]> {
   return inTransaction(pool, async (client) => {
     await client.query('SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off');
-    return (await client.query<LinkRow>(sql, parameters)).rows;
+    return (await client.query<Row & pg.QueryResultRow>(sql, parameters)).rows;
   });
 }
 
@@ -89,10 +106,14 @@ export async function chainFrontier(pool: Pool): Promise<string | undefined> {
   return (await readCheckpoint(pool, AUDIT_CHAIN_PROJECTOR))?.position;
 }
 
-/** A range of the stored chain: links at `from` (inclusive) or after, up to `upTo` (inclusive), of one project or all. */
-interface LinkRange {
+/**
+ * A range of the stored chain: links at `from` (inclusive) or after, up to `upTo` (inclusive) and before
+ * `before` (exclusive), of one project or all.
+ */
+export interface LinkRange {
   readonly from?: string;
   readonly upTo: string;
+  readonly before?: string;
   readonly projectId?: string;
 }
 
@@ -111,11 +132,49 @@ export function linkPages(
       range.upTo,
       range.projectId ?? null,
       pageSize,
+      range.before ?? UNBOUNDED,
     ]);
     done = rows.length < pageSize;
     after = rows.at(-1)?.position;
     return rows.length > 0 ? rows.map(toLink) : undefined;
   };
+}
+
+/**
+ * Positions that cut a range of links into `parts` of nearly equal length, each the first link of the part
+ * after it; fewer where the range holds fewer than `minimum` links a part.
+ */
+export async function splitPositions(
+  pool: Pool,
+  range: LinkRange,
+  parts: number,
+  minimum: number,
+): Promise<string[]> {
+  const parameters = (offset?: number) => [range.from ?? '', range.upTo, range.projectId ?? null, offset];
+  const count = (await pool.query<{ n: number }>(LINKS_IN_RANGE, parameters().slice(0, 3))).rows[0]!.n;
+  const segments = Math.max(1, Math.min(parts, Math.floor(count / Math.max(1, minimum))));
+  const cuts: string[] = [];
+  for (let part = 1; part < segments; part++) {
+    const [row] = await pageInIndexOrder<{ position: string }>(
+      pool,
+      NTH_LINK_IN_RANGE,
+      parameters(Math.floor((count * part) / segments)),
+    );
+    if (row !== undefined && row.position !== cuts.at(-1)) cuts.push(row.position);
+  }
+  return cuts;
+}
+
+/** The position of each project's link number `sequence`. */
+export async function linkPositions(
+  pool: Pool,
+  wanted: readonly { readonly projectId: string; readonly sequence: number }[],
+): Promise<Map<string, string>> {
+  const { rows } = await pool.query<{ project_id: string; position: string }>(AT_SEQUENCES, [
+    wanted.map((w) => w.projectId),
+    wanted.map((w) => w.sequence),
+  ]);
+  return new Map(rows.map((r) => [r.project_id, r.position]));
 }
 
 /** Where a window by recorded time starts: at a link's position, after the chain's end, or at its beginning. */

@@ -94,6 +94,21 @@ describe('devcloud audit verify: tampered history on the PostgreSQL store', func
     expect(human.stdout).to.contain(`verified: ${events.length} events, 2 checkpoints matched, 0 findings`);
   });
 
+  it('--threads N verifies N stretches of the history at once, with the same report', async () => {
+    const onePass = await verify('--json');
+    const inThree = await verify('--json', '--threads', '3');
+    expect(inThree.code, inThree.stderr).to.equal(0);
+    const { threads: one, ...reportOfOne } = JSON.parse(onePass.stdout) as Record<string, unknown>;
+    const { threads: three, ...reportOfThree } = JSON.parse(inThree.stdout) as Record<string, unknown>;
+    expect([one, three]).to.deep.equal([1, 3]);
+    expect(reportOfThree).to.deep.equal(reportOfOne);
+    const refusals = await Promise.all(['0', '1.5', 'two', '33'].map((n) => verify('--threads', n)));
+    for (const refused of refusals) {
+      expect(refused.code).to.not.equal(0);
+      expect(refused.stderr).to.contain('--threads must be a whole number from 1 to 32');
+    }
+  });
+
   it('names the position of an event whose data was changed', async () => {
     const granted = byType('CapabilityWriteGranted');
     const forged = granted.data.replace('"binary.switch"', '"actuator.relay"');

@@ -13,8 +13,10 @@ import {
   checkpointPayload,
   type AuditCheckpoint,
 } from '../../src/domain/audit/checkpoint-events.js';
+import { joinSegments } from '../../src/domain/audit/segments.js';
 import {
   HistoryVerification,
+  verificationReport,
   type ChainSeed,
   type CheckSignature,
   type ObservedCheckpoint,
@@ -191,6 +193,15 @@ function verify(
   events: readonly ObservedEvent[],
   options: { complete?: boolean; unchainedAfter?: string } = {},
 ): VerificationReport {
+  return verificationReport(outcomeOf(given, events, options));
+}
+
+/** What `verify` reports, as the outcome that segments of one verification join. */
+function outcomeOf(
+  given: Parameters<typeof verify>[0],
+  events: readonly ObservedEvent[],
+  options: Parameters<typeof verify>[2] = {},
+) {
   const verification = new HistoryVerification(sha256Hex, checkSignature, given.checkpoints, given.seeds);
   const positions = [
     ...new Set([...events.map((e) => e.position), ...given.links.map((l) => l.position)]),
@@ -203,7 +214,7 @@ function verify(
       unchained,
     );
   }
-  return verification.finish(options.complete ?? true);
+  return verification.outcome(options.complete ?? true);
 }
 
 const firstFinding = (report: VerificationReport) => {
@@ -408,5 +419,110 @@ describe('history verification (verification.ts)', () => {
       ['event_changed', Q, pos(4)],
     ]);
     expect(report.projects.find((p) => p.projectId === P)).to.include({ events: 3, unsigned: 0 });
+  });
+});
+
+describe('verification in segments (segments.ts)', () => {
+  const history = [1, 2, 3, 4, 5, 6, 7].map((n) => anEvent(n, n === 4 ? Q : P));
+  const links = chained(history);
+  const checkpoints = [
+    ...checkpointsAt(
+      links.filter((l) => l.projectId === P),
+      [2, 5],
+    ),
+    ...checkpointsAt(
+      links.filter((l) => l.projectId === Q),
+      [1],
+    ),
+  ];
+  const signed = { links, checkpoints };
+  const inRange = (position: string, from: number, before: number | undefined) =>
+    position >= pos(from) && (before === undefined || position < pos(before));
+
+  /** Each chain as the stored links before `cut` leave it, with the count its last checkpoint before signed. */
+  function seedsBefore(cut: number): Map<string, ChainSeed> {
+    const seeds = new Map<string, ChainSeed>();
+    for (const link of links.filter((l) => l.position < pos(cut))) {
+      const signedCounts = checkpoints
+        .filter((c) => c.checkpoint.projectId === link.projectId && c.checkpoint.count <= link.sequence)
+        .map((c) => c.checkpoint.count);
+      const verified = Math.max(0, ...signedCounts);
+      const firstUnverified = links.find(
+        (l) => l.projectId === link.projectId && l.sequence === verified + 1,
+      );
+      seeds.set(link.projectId, {
+        count: link.sequence,
+        link: link.link,
+        position: link.position,
+        verified: {
+          count: verified,
+          firstUnverified: verified < link.sequence ? firstUnverified!.position : undefined,
+        },
+      });
+    }
+    return seeds;
+  }
+
+  /** The history cut before each of `cuts`, each segment verified alone, then joined. */
+  function inSegments(events: readonly ObservedEvent[], cuts: readonly number[], seeds = seedsBefore) {
+    const starts = [1, ...cuts];
+    return verificationReport(
+      joinSegments(
+        starts.map((from, i) => {
+          const before = cuts[i];
+          const segmentSeeds = i === 0 ? new Map<string, ChainSeed>() : seeds(from);
+          return {
+            seeds: segmentSeeds,
+            start: pos(from),
+            outcome: outcomeOf(
+              {
+                links: links.filter((l) => inRange(l.position, from, before)),
+                checkpoints,
+                seeds: segmentSeeds,
+              },
+              events.filter((e) => inRange(e.position, from, before)),
+              { complete: before === undefined },
+            ),
+          };
+        }),
+      ),
+    );
+  }
+
+  const changedAt = (n: number) =>
+    history.map((e) => (e.position === pos(n) ? { ...e, data: e.data.replace(String(n), 'x') } : e));
+  const histories: [string, ObservedEvent[]][] = [
+    ['untouched', history],
+    ...[2, 3, 5, 6].map((n): [string, ObservedEvent[]] => [`changed at ${n}`, changedAt(n)]),
+    ['without event 3', history.filter((e) => e.position !== pos(3))],
+    ['without its last two events', history.slice(0, 5)],
+  ];
+
+  for (const [name, events] of histories) {
+    it(`given a history ${name}, when cut anywhere and the segments joined, then the report is one pass's`, () => {
+      const onePass = verify(signed, events);
+      for (const cuts of [[2], [3], [4], [6], [2, 5], [3, 4, 6]]) {
+        expect(inSegments(events, cuts), `cut before ${cuts.join(', ')}`).to.deep.equal(onePass);
+      }
+    });
+  }
+
+  it("given a seed that is not where the segment before left its chain, then the chain differs at the seed's position", () => {
+    const forged = (cut: number) => {
+      const seeds = seedsBefore(cut);
+      seeds.set(P, { ...seeds.get(P)!, link: links[0]!.link });
+      return seeds;
+    };
+    const report = inSegments(history, [4], forged);
+    expect(report.findings.map((f) => [f.kind, f.projectId, f.position])).to.deep.equal([
+      ['chain_differs', P, pos(3)],
+    ]);
+  });
+
+  it('given a project that failed in an earlier segment, then what later segments found for it is left out', () => {
+    const twice = changedAt(2).map((e) => (e.position === pos(6) ? { ...e, data: 'x' } : e));
+    const report = inSegments(twice, [4]);
+    expect(report.findings.map((f) => [f.kind, f.position])).to.deep.equal([['event_changed', pos(2)]]);
+    expect(report).to.deep.equal(verify(signed, twice));
   });
 });

@@ -59,11 +59,19 @@ export interface Finding {
   readonly message: string;
 }
 
-/** Where a project's chain is taken up when verification starts after its beginning (--from). */
+/**
+ * Where a project's chain is taken up when verification starts after its beginning: a window (--from), or
+ * a segment of a verification split by position (segments.ts).
+ */
 export interface ChainSeed {
   readonly count: number;
   readonly link: string;
   readonly position: string;
+  /**
+   * A segment's: the count the last checkpoint before it signed, and the first event after that checkpoint,
+   * so findings and the unsigned tail read as one pass would give them. A window counts from its seed.
+   */
+  readonly verified?: { readonly count: number; readonly firstUnverified: string | undefined };
 }
 
 interface ChainState {
@@ -73,6 +81,27 @@ interface ChainState {
   /** The last checkpoint the computed chain matched, and the first event after it. */
   verifiedCount: number;
   firstUnverified: string | undefined;
+  /** Events observed and checkpoints matched in this verification (a segment's share of the whole). */
+  observed: number;
+  checkpoints: number;
+}
+
+/** A project's chain as verification left it: where it ended and what this verification saw of it. */
+export interface ChainOutcome {
+  readonly projectId: string;
+  readonly count: number;
+  readonly link: string;
+  readonly lastPosition: string | undefined;
+  readonly verifiedCount: number;
+  readonly observed: number;
+  readonly checkpoints: number;
+  readonly lastCheckpoint?: AuditCheckpoint;
+}
+
+/** What a verification found: its findings in the order found, and each chain it touched, in first-seen order. */
+export interface VerificationOutcome {
+  readonly findings: readonly Finding[];
+  readonly chains: readonly ChainOutcome[];
 }
 
 interface ProjectSummary {
@@ -98,8 +127,6 @@ export class HistoryVerification {
   private readonly matched = new Map<string, ObservedCheckpoint>();
   private readonly failed = new Set<string>();
   private readonly found: Finding[] = [];
-  private events = 0;
-  private checkpoints = 0;
 
   constructor(
     private readonly sha256: Sha256Hex,
@@ -148,7 +175,7 @@ export class HistoryVerification {
       );
       return;
     }
-    this.events++;
+    chain.observed++;
     const digest = eventDigest(this.sha256, event);
     const count = chain.count + 1;
     const next = nextLink(this.sha256, chain.link, digest);
@@ -200,6 +227,11 @@ export class HistoryVerification {
 
   /** `complete`: the whole history was read (no --to), so a checkpoint past its end means events were removed. */
   finish(complete: boolean): VerificationReport {
+    return verificationReport(this.outcome(complete));
+  }
+
+  /** What `finish` reports, as data a verification split by position joins (segments.ts). */
+  outcome(complete: boolean): VerificationOutcome {
     if (complete) {
       for (const [projectId, list] of this.pending) {
         const beyond = list[0];
@@ -215,27 +247,18 @@ export class HistoryVerification {
         );
       }
     }
-    const projects = [...this.chains].map(([projectId, chain]): ProjectSummary => {
-      const last = this.matched.get(projectId)?.checkpoint;
-      return {
-        projectId,
-        events: chain.count,
-        head: chain.link,
-        lastCheckpoint: last && {
-          sequence: last.sequence,
-          count: last.count,
-          position: last.position,
-          signedAt: last.signedAt,
-        },
-        unsigned: chain.count - chain.verifiedCount,
-      };
-    });
     return {
-      ok: this.found.length === 0,
-      findings: this.found,
-      events: this.events,
-      checkpoints: this.checkpoints,
-      projects,
+      findings: [...this.found],
+      chains: [...this.chains].map(([projectId, chain]) => ({
+        projectId,
+        count: chain.count,
+        link: chain.link,
+        lastPosition: chain.lastPosition,
+        verifiedCount: chain.verifiedCount,
+        observed: chain.observed,
+        checkpoints: chain.checkpoints,
+        lastCheckpoint: this.matched.get(projectId)?.checkpoint,
+      })),
     };
   }
 
@@ -256,7 +279,7 @@ export class HistoryVerification {
         );
         return;
       }
-      this.checkpoints++;
+      chain.checkpoints++;
       this.matched.set(projectId, observed);
       chain.verifiedCount = chain.count;
     }
@@ -317,8 +340,10 @@ export class HistoryVerification {
         count: seed?.count ?? 0,
         link: seed?.link ?? genesisLink(this.sha256, projectId),
         lastPosition: seed?.position,
-        verifiedCount: seed?.count ?? 0,
-        firstUnverified: undefined,
+        verifiedCount: seed?.verified?.count ?? seed?.count ?? 0,
+        firstUnverified: seed?.verified?.firstUnverified,
+        observed: 0,
+        checkpoints: 0,
       };
       this.chains.set(projectId, chain);
     }
@@ -329,4 +354,26 @@ export class HistoryVerification {
     this.failed.add(projectId);
     this.found.push({ kind, projectId, position, message });
   }
+}
+
+/** The report of an outcome: the verdict, what was checked, and each project's chain as it ended. */
+export function verificationReport(outcome: VerificationOutcome): VerificationReport {
+  return {
+    ok: outcome.findings.length === 0,
+    findings: outcome.findings,
+    events: outcome.chains.reduce((sum, chain) => sum + chain.observed, 0),
+    checkpoints: outcome.chains.reduce((sum, chain) => sum + chain.checkpoints, 0),
+    projects: outcome.chains.map((chain): ProjectSummary => ({
+      projectId: chain.projectId,
+      events: chain.count,
+      head: chain.link,
+      lastCheckpoint: chain.lastCheckpoint && {
+        sequence: chain.lastCheckpoint.sequence,
+        count: chain.lastCheckpoint.count,
+        position: chain.lastCheckpoint.position,
+        signedAt: chain.lastCheckpoint.signedAt,
+      },
+      unsigned: chain.count - chain.verifiedCount,
+    })),
+  };
 }
