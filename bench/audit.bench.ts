@@ -6,6 +6,7 @@ import type { BatchEntry } from '../src/eventstore/port.js';
 import { PostgresEventStore } from '../src/eventstore/postgres/adapter.js';
 import { auditChainProjector } from '../src/projections/audit-chain/projector.js';
 import { catchUpProjector } from '../src/projections/catch-up.js';
+import { CpuMeter, processCpuUs, round } from './cpu.js';
 import { benchDatabase, inBatches, machine, rate, report } from './support.js';
 
 /**
@@ -19,6 +20,9 @@ const PROJECTS = 100;
 const DEVICES_PER_PROJECT = 50;
 const BATCH = 5000;
 const WRITERS = 2;
+/** audit verify's threads (--threads); by default, as the CLI's: one a core. */
+const THREADS =
+  process.env.BENCH_AUDIT_THREADS === undefined ? undefined : Number(process.env.BENCH_AUDIT_THREADS);
 
 export async function auditBenchmarks(): Promise<void> {
   const db = await benchDatabase();
@@ -39,16 +43,24 @@ export async function auditBenchmarks(): Promise<void> {
       now: new Date(),
     });
 
+    if (process.env.BENCH_AUDIT_VACUUM === '1') await db.pool.query('VACUUM ANALYZE');
+    // CPU as well as time: on a shared machine the rate drops, the CPU an event costs does not (much).
+    const cpu = new CpuMeter(db.pool, () => processCpuUs(process.pid), []);
+    await cpu.start();
     started = process.hrtime.bigint();
-    const verified = await verifyStoredHistory({
-      store,
-      pool: db.pool,
-      connection: {
-        databaseUrl: db.url,
-        eventStore: { EVENTSTORE_FOLLOWER_READS: false, PROJECTION_IDLE_POLL_MS: 2000 },
+    const verified = await verifyStoredHistory(
+      {
+        store,
+        pool: db.pool,
+        connection: {
+          databaseUrl: db.url,
+          eventStore: { EVENTSTORE_FOLLOWER_READS: false, PROJECTION_IDLE_POLL_MS: 2000 },
+        },
       },
-    });
+      { threads: THREADS },
+    );
     const milliseconds = Math.round(Number(process.hrtime.bigint() - started) / 1e6);
+    const used = await cpu.stop();
     if (!verified.ok || verified.events !== TOTAL || verified.checkpoints !== signed.length) {
       throw new Error(`audit verify did not pass: ${JSON.stringify(verified.findings.slice(0, 3))}`);
     }
@@ -58,6 +70,11 @@ export async function auditBenchmarks(): Promise<void> {
       checkpoints: verified.checkpoints,
       milliseconds,
       eventsPerSecond: Math.round(verified.events / (milliseconds / 1000)),
+      threads: verified.threads,
+      // This process (every thread) and the database's backends, a verified event each.
+      verifierCpuUsPerEvent: round(used.processUs / verified.events, 1),
+      postgresCpuUsPerEvent: round(used.postgresUs / verified.events, 1),
+      machineBusyShare: used.machineBusyShare,
       ...context,
     });
   } finally {

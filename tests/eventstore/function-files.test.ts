@@ -7,7 +7,11 @@ import {
 } from '../../src/eventstore/postgres/functions/install-order.js';
 import { migrate } from '../../src/infra/postgres/migrate.js';
 import { freshDatabase, type TestDatabase } from '../support/database.js';
-import { dumpEventStoreDefinitions, migrateAsBeforeFunctionFiles } from './function-definitions.js';
+import {
+  ADDED_SINCE_FUNCTION_FILES,
+  dumpEventStoreDefinitions,
+  migrateAsBeforeFunctionFiles,
+} from './function-definitions.js';
 
 const FUNCTIONS_DIR = new URL('../../src/eventstore/postgres/functions/', import.meta.url);
 describe('event-store functions: one file each, applied on every migrate', () => {
@@ -26,10 +30,16 @@ describe('event-store functions: one file each, applied on every migrate', () =>
     const before = await database({ migrated: false });
     await migrateAsBeforeFunctionFiles(before.pool);
 
-    const installed = await dumpEventStoreDefinitions(current.pool);
+    // Every function the version before had is installed as it was; the ones added since, besides.
+    const installed = await dumpEventStoreDefinitions(current.pool, ADDED_SINCE_FUNCTION_FILES);
     expect(installed).to.contain('-- function eventstore.append_batch(text[],uuid[],text[],json[],json[])');
     expect(installed).to.contain('-- trigger events_notify ON eventstore.events');
     expect(installed).to.equal(await dumpEventStoreDefinitions(before.pool));
+    const { rows: added } = await current.pool.query<{ signature: string }>(
+      `SELECT oid::regprocedure::text AS signature FROM pg_proc WHERE oid::regprocedure::text = ANY ($1::text[])`,
+      [ADDED_SINCE_FUNCTION_FILES],
+    );
+    expect(added.map((r) => r.signature)).to.have.members([...ADDED_SINCE_FUNCTION_FILES]);
   });
 
   it('installs the files of its folder, each once, and installs them again on every migrate', async () => {

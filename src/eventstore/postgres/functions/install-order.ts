@@ -16,6 +16,7 @@ export const EVENT_STORE_FUNCTION_FILES = [
   'read_horizon',
   'read_all_page',
   'read_types_page',
+  'read_types_merged_page',
   'notify_append',
   'refuse_events_from_read_model_writers',
   'triggers',
