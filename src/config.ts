@@ -76,6 +76,9 @@ const schema = z.object({
     .string()
     .refine((v) => Buffer.from(v, 'base64').length === 32, '32 bytes, base64-encoded')
     .optional(),
+  // How long each API process caches the token-signing keys: a rotation or an emergency revoke made elsewhere
+  // (the CLI, another server) reaches it within this (docs/api.md, Access tokens).
+  SIGNING_KEY_REFRESH_MS: positiveInt.min(100).max(600_000).default(10_000),
   // Audit chain (docs/audit.md): how often the scheduler's leader signs each moved chain head, and the key
   // the audit signing keys' private parts are sealed under (unset: stored in clear). The interval is a
   // divisor of a minute or a whole number of minutes dividing an hour, so it maps onto the cron schedule.

@@ -1,9 +1,11 @@
 import type { Output } from './output.js';
 
 /**
- * How a CLI command declares itself, next to its implementation: its words, positional arguments and
- * options. program.ts builds the commander program from these declarations, so what a command accepts and
- * what its help and its line in `devcloud --help` say come from one place and cannot drift apart.
+ * How a CLI command declares itself (src/cli/declarations/): its words, positional arguments and options.
+ * program.ts builds the commander program from these declarations, so what a command accepts and what its
+ * help and its line in `devcloud --help` say come from one place and cannot drift apart. A declaration's
+ * `run` imports its implementation (src/cli/commands/) only when it runs: the declarations load nothing of
+ * the service, so `--help`, a refusal and each command start without the code of every other command.
  */
 export interface OptionSpec {
   readonly type: 'string' | 'boolean';

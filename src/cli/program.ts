@@ -1,5 +1,4 @@
 import { Command as CommanderCommand, CommanderError, Option } from 'commander';
-import { ConfigError } from '../config.js';
 import {
   isGroup,
   type Command,
@@ -8,21 +7,24 @@ import {
   type OptionSpecs,
   type OptionValues,
 } from './command.js';
-import { agentCommands } from './commands/agents.js';
-import { auditCommands } from './commands/audit.js';
-import { clientCommands } from './commands/clients.js';
-import { deviceCommands } from './commands/device.js';
-import { edgeSimCommand } from './commands/edge-sim.js';
-import { keysCommands } from './commands/keys.js';
-import { migrateCommand } from './commands/migrate.js';
-import { pairingCommands } from './commands/pairing.js';
-import { projectionsCommands } from './commands/projections.js';
-import { projectCommands } from './commands/projects.js';
-import { serveCommand } from './commands/serve.js';
-import { siteCommands } from './commands/sites.js';
+import { agentCommands } from './declarations/agents.js';
+import { auditCommands } from './declarations/audit.js';
+import { clientCommands } from './declarations/clients.js';
+import { deviceCommands } from './declarations/device.js';
+import { edgeSimCommand } from './declarations/edge-sim.js';
+import { keysCommands } from './declarations/keys.js';
+import { migrateCommand } from './declarations/migrate.js';
+import { pairingCommands } from './declarations/pairing.js';
+import { projectionsCommands } from './declarations/projections.js';
+import { projectCommands } from './declarations/projects.js';
+import { serveCommand } from './declarations/serve.js';
+import { siteCommands } from './declarations/sites.js';
 import { CliError, createOutput } from './output.js';
 
-/** Every command, in the order `devcloud --help` lists them. */
+/**
+ * Every command, in the order `devcloud --help` lists them: their declarations only. Each loads what it runs
+ * (src/cli/commands/) when it runs, so help, refusals and each command start without the rest of the service.
+ */
 export const COMMANDS: readonly (Command | CommandGroup)[] = [
   serveCommand,
   migrateCommand,
@@ -64,7 +66,9 @@ export async function runCli(argv: readonly string[], io: CliIo = processIo): Pr
   } catch (error) {
     // Refusals are CliErrors (see refusal): a CommanderError here is help printed, and its exit code 0.
     if (error instanceof CommanderError) return error.exitCode;
-    const known = error instanceof CliError || error instanceof ConfigError;
+    // A ConfigError comes from a command that has loaded the configuration already: importing it here
+    // costs nothing then, and the declarations stay free of the configuration's schema (zod).
+    const known = error instanceof CliError || error instanceof (await import('../config.js')).ConfigError;
     const message = error instanceof Error ? error.message : String(error);
     io.stderr(`devcloud: ${known ? message : `failed: ${message}`}`.split('\n')[0] + '\n');
     return 1;

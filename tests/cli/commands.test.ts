@@ -39,7 +39,7 @@ const EXPECTED: Record<string, string[]> = {
   ],
   'audit grants': ['--project', '--device', '--from', '--to', '--as-of', '--checkpoints', '--json'],
   'audit commands': ['--project', '--device', '--from', '--to', '--checkpoints', '--json'],
-  'audit verify': ['--bundle', '--project', '--from', '--to', '--trusted-keys', '--json'],
+  'audit verify': ['--bundle', '--project', '--from', '--to', '--trusted-keys', '--threads', '--json'],
   'audit export': ['--project', '--from', '--to', '--out', '--json'],
   'audit head': ['--project', '--json'],
   'audit keys': ['--out', '--json'],

@@ -49,7 +49,8 @@ describe('examples/live-client against the real server', function () {
     });
 
   before(async () => {
-    api = await startTestApi({}, { now: () => Date.now() + offsetMs });
+    // A short signing-key cache (the default is 10 s): the revoked key below is refused within about a second.
+    api = await startTestApi({ SIGNING_KEY_REFRESH_MS: '1000' }, { now: () => Date.now() + offsetMs });
     tenant = await createTenant(api, ['telemetry:live', 'telemetry:read', 'devices:read']);
     device = await deviceOf(api, tenant.projectId, await siteOf(api, tenant.projectId));
     basicTenant = await createTenant(api, ['telemetry:live'], { auth: 'basic' });

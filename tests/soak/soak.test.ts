@@ -14,8 +14,10 @@ describe('soak: a short run with live clients and commands', function () {
 
   it('passes every check, with live reconnects after api kills and commands applied', async () => {
     const report = await runSoak({
+      // Six kills, each once the service is back from the one before; a minute at most.
       minutes: 1,
       kills: 6,
+      untilKilled: true,
       seed: 41,
       devices: 3,
       rate: 10,
@@ -33,8 +35,10 @@ describe('soak: a short run with live clients and commands', function () {
     expect(named('live stream clients saw no gap')).to.equal('passed');
     expect(named('commands acted at most once')).to.equal('passed');
 
-    // The paths were exercised: the api role was killed while the clients followed it, and they resumed.
-    expect(kills.byRole.api, 'kills of the api role').to.be.at.least(1);
+    // The paths were exercised: every role was killed, the api role while the clients followed it, and they
+    // resumed.
+    for (const role of ['api', 'ingress', 'projector', 'scheduler'])
+      expect(kills.byRole[role], `kills of the ${role} role`).to.be.at.least(1);
     expect(live.lostConnections, 'streams cut by a kill').to.be.greaterThan(0);
     expect(live.reconnects, 'reconnects').to.be.at.least(live.lostConnections);
     expect(live.framesCompared, 'frames compared').to.be.greaterThan(0);

@@ -61,6 +61,13 @@ export interface SoakOptions {
   /** A PostgreSQL server to create the soak's own database on; else an embedded cluster in a temp dir. */
   readonly serverUrl?: string;
   readonly logger: Logger;
+  /**
+   * Paced by the work rather than the clock: each kill comes once the service is back from the one before
+   * (every role up, every live client following again) and up to 2 s later, and the run ends when the kills
+   * have all landed, or at `minutes` at the latest. One kill in ten still comes at once, so it may land on a
+   * role still starting. For a short run that must exercise its faults (tests/soak/soak.test.ts).
+   */
+  readonly untilKilled?: boolean;
   /** Aborting stops the soak early; the finally block still kills the roles and removes what it made. */
   readonly signal?: AbortSignal;
 }
@@ -198,7 +205,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     // ingress under the commands. After that, nine in ten hit a random role among those that are up (a crash
     // in the middle of its work); one in ten hits any role, perhaps one still starting (a crash in its
     // migrations or set-up). A killed role is started again at once, as a supervisor would. On a slow
-    // machine fewer kills than asked may fit in the minutes: the report says how many landed.
+    // machine fewer kills than asked may fit in the minutes: the report says how many landed. With
+    // untilKilled the gaps are the service's recovery plus up to 2 s instead, and the run ends at the last kill.
     const runMs = options.minutes * 60_000;
     const meanGapMs = runMs / Math.max(1, options.kills);
     const deadline = Date.now() + runMs;
@@ -206,11 +214,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     let kills = 0;
     let duringStartup = 0;
     let lastProgress = Date.now();
+    const recovered = () =>
+      SOAK_ROLES.every((r) => roles.get(r)!.ready) && followers!.following === SOAK_LIVE_CLIENTS;
     while (kills < options.kills && Date.now() < deadline) {
-      await sleep(Math.min(Math.random() * 2 * meanGapMs, Math.max(0, deadline - Date.now())), undefined, {
-        signal: options.signal,
-      });
       const anyRole = Math.random() < 0.1;
+      // Paced by the work (untilKilled): the service is back from the kill before, unless this one may hit
+      // a role still starting.
+      const waitForRecovery = options.untilKilled && !anyRole;
+      if (waitForRecovery && !(await waitFor(recovered, Math.max(0, deadline - Date.now())))) break;
+      const gapMs = options.untilKilled ? Math.random() * 2000 : Math.random() * 2 * meanGapMs;
+      await sleep(Math.min(gapMs, Math.max(0, deadline - Date.now())), undefined, { signal: options.signal });
       const someUp =
         anyRole || (await waitFor(() => SOAK_ROLES.some((r) => roles.get(r)!.ready), deadline - Date.now()));
       if (!someUp) break;
@@ -240,7 +253,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
       }
     }
     const remaining = deadline - Date.now();
-    if (remaining > 0) await sleep(remaining, undefined, { signal: options.signal });
+    if (remaining > 0 && !options.untilKilled) await sleep(remaining, undefined, { signal: options.signal });
 
     log.info('kills done: letting the service settle');
     const allReady = await waitFor(() => [...roles.values()].every((p) => p.ready), SETTLE_MS);

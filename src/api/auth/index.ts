@@ -35,7 +35,11 @@ export function createApiAuth(deps: {
   now?: () => number;
 }): ApiAuth {
   const now = deps.now ?? (() => Date.now());
-  const keys = new SigningKeys(deps.pool, { now, encryptionKey: deps.config.SIGNING_KEY_ENCRYPTION_KEY });
+  const keys = new SigningKeys(deps.pool, {
+    now,
+    refreshMs: deps.config.SIGNING_KEY_REFRESH_MS,
+    encryptionKey: deps.config.SIGNING_KEY_ENCRYPTION_KEY,
+  });
   const tokens = new AccessTokens(keys, deps.config.PUBLIC_BASE_URL, now);
   const revoked = new RevokedClients(deps.pool, { now });
   return {
@@ -43,7 +47,7 @@ export function createApiAuth(deps: {
     tokenRoutes: tokenEndpoint({ store: deps.store, tokens, hasher: new ClientSecretHasher(deps.pool), now }),
     authenticate: authenticate({ tokens, revoked }),
     revocations: {
-      // Both from caches: the client list's (REVOKED_CLIENTS_TTL_MS) and the key ring's (10 s).
+      // Both from caches: the client list's (REVOKED_CLIENTS_TTL_MS) and the key ring's (SIGNING_KEY_REFRESH_MS).
       revoked: async ({ clientId, keyId }) => (await revoked.has(clientId)) || !(await keys.verifies(keyId)),
     },
   };

@@ -105,7 +105,7 @@ export interface LiveRouteOptions {
   readonly stallMs: number;
   /**
    * Revoked clients and signing keys: a stream whose token's client or key is revoked ends within the
-   * cache's staleness (5 s for clients, 10 s for keys) plus one sweep (REVOKED_CLIENTS_TTL_MS).
+   * cache's staleness (5 s for clients, SIGNING_KEY_REFRESH_MS for keys) plus one sweep (REVOKED_CLIENTS_TTL_MS).
    */
   readonly revocations?: TokenRevocations;
   readonly now: () => number;

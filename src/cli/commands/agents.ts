@@ -4,49 +4,16 @@ import { prepareAgent } from '../../agents/register.js';
 import { revokeAgent } from '../../agents/revoke.js';
 import type { Config } from '../../config.js';
 import { loadOrCreateAuthority } from '../../ingress/pki/authority.js';
-import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 import { cliRefusal } from './projects.js';
-
-export const agentCommands: CommandGroup = {
-  name: 'agent',
-  summary: 'edge agents: the hubs that connect to the MQTT broker (docs/edge-agent.md)',
-  subcommands: [
-    defineCommand({
-      name: 'create',
-      summary: 'register an edge agent and its hub; write its certificate, key and connection file into DIR',
-      options: {
-        project: { type: 'string', value: 'ID', required: true, help: 'the project' },
-        site: { type: 'string', value: 'ID', required: true, help: 'the site of its hub' },
-        out: {
-          type: 'string',
-          value: 'DIR',
-          required: true,
-          help: 'where to write its files: none of them may exist there, and only its owner may write to it',
-        },
-        ...JSON_OUTPUT,
-      },
-      run: ({ out, values }) =>
-        agentCreate(out, { project: values.project!, site: values.site!, dir: values.out! }),
-    }),
-    defineCommand({
-      name: 'revoke',
-      args: ['AGENT_ID'],
-      summary: 'refuse the agent at the broker from now on',
-      details: 'Its open connections are closed.',
-      options: JSON_OUTPUT,
-      run: ({ out, args }) => agentRevoke(out, args[0]),
-    }),
-  ],
-};
 
 /**
  * All or nothing: the agent's files are written first (writeAgentFiles refuses a directory others can write
  * to, or one holding any of them) and the agent is recorded only then; if recording fails, the files are
  * removed. So a failure leaves neither a registered agent nobody can name nor a stray key.
  */
-async function agentCreate(out: Output, options: { project: string; site: string; dir: string }) {
+export async function agentCreate(out: Output, options: { project: string; site: string; dir: string }) {
   const { project, site } = options;
   const dir = path.resolve(options.dir);
   await withCliContext(async ({ config, store }) => {
@@ -72,7 +39,7 @@ async function agentCreate(out: Output, options: { project: string; site: string
   });
 }
 
-async function agentRevoke(out: Output, agentId: string | undefined) {
+export async function agentRevoke(out: Output, agentId: string | undefined) {
   if (!agentId) throw new CliError('agent revoke: AGENT_ID is required');
   await withCliContext(async ({ store }) => {
     const { alreadyRevoked } = await revokeAgent(store, agentId, { source: 'devcloud-cli' }).catch(

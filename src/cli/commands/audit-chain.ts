@@ -3,51 +3,16 @@ import { AuditExportRefused, exportBundle, type ExportSummary } from '../../audi
 import { keyFileText } from '../../audit/key-file.js';
 import { auditPublicKeys, rotateAuditKeys } from '../../audit/signing-keys.js';
 import { newestByProject, storedCheckpoints } from '../../audit/stored-checkpoints.js';
-import { defineCommand, JSON_OUTPUT, type Command } from '../command.js';
 import { withCliContext } from '../context.js';
 import { instant } from '../instant.js';
 import { CliError, type Output } from '../output.js';
 import { formatTable } from '../table.js';
 
 /**
- * `devcloud audit export|head|keys`: what an auditor takes out of the system (docs/audit.md, "The auditor's
- * procedure"): a bundle to verify offline, the newest signed heads to record, and the public keys to trust.
+ * What `devcloud audit export|head|keys` runs: what an auditor takes out of the system (docs/audit.md, "The
+ * auditor's procedure"): a bundle to verify offline, the newest signed heads, and the public keys to trust.
  */
-export const auditChainCommands: readonly Command[] = [
-  defineCommand({
-    name: 'export',
-    summary: "write a project's signed audit history as a bundle that verifies offline",
-    details:
-      'JSON Lines: the events, their links, the checkpoints that sign them and the public keys. It ends at ' +
-      'the last checkpoint within the window, so every event in it is signed.',
-    options: {
-      project: { type: 'string', value: 'ID', required: true, help: 'the project' },
-      from: { type: 'string', value: 'T', help: 'events recorded from this ISO 8601 instant on' },
-      to: { type: 'string', value: 'T', help: 'events recorded before this ISO 8601 instant' },
-      out: { type: 'string', value: 'FILE', required: true, help: 'the bundle file to write' },
-      ...JSON_OUTPUT,
-    },
-    run: ({ out, values }) => auditExport(out, values),
-  }),
-  defineCommand({
-    name: 'head',
-    summary: "each project's newest signed checkpoint: what an auditor records outside the system",
-    options: { project: { type: 'string', value: 'ID', help: 'only this project' }, ...JSON_OUTPUT },
-    run: ({ out, values }) => auditHead(out, values.project),
-  }),
-  defineCommand({
-    name: 'keys',
-    args: ['list|rotate|export'],
-    summary: 'the audit signing keys: list them, rotate to a new one, or export the public keys',
-    details:
-      'export writes the public keys (to --out FILE, or stdout) as the file `audit verify --trusted-keys` ' +
-      'reads. rotate retires the signing key (its public part is kept) and signs with a new one.',
-    options: { out: { type: 'string', value: 'FILE', help: 'export: the file to write' }, ...JSON_OUTPUT },
-    run: ({ out, args, values }) => auditKeys(out, args[0], values.out),
-  }),
-];
-
-async function auditExport(
+export async function auditExport(
   out: Output,
   options: { project?: string; from?: string; to?: string; out?: string },
 ): Promise<void> {
@@ -88,7 +53,7 @@ async function auditExport(
   );
 }
 
-async function auditHead(out: Output, projectId: string | undefined): Promise<void> {
+export async function auditHead(out: Output, projectId: string | undefined): Promise<void> {
   const newest = await withCliContext(async ({ store }) =>
     newestByProject(await storedCheckpoints(store, projectId)),
   );
@@ -105,7 +70,11 @@ async function auditHead(out: Output, projectId: string | undefined): Promise<vo
   }
 }
 
-async function auditKeys(out: Output, action: string | undefined, file: string | undefined): Promise<void> {
+export async function auditKeys(
+  out: Output,
+  action: string | undefined,
+  file: string | undefined,
+): Promise<void> {
   if (action !== 'list' && action !== 'rotate' && action !== 'export') {
     throw new CliError(`audit keys: expected list, rotate or export, got ${action ?? 'nothing'}`);
   }

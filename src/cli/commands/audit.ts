@@ -4,7 +4,6 @@ import { grantHistory, grantsInForce } from '../../audit/grants.js';
 import type { AuditFilter } from '../../audit/history.js';
 import type { AuditPublicKey } from '../../audit/signing-keys.js';
 import { verifyStoredHistory } from '../../audit/verify.js';
-import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext, type CliContext } from '../context.js';
 import { instant } from '../instant.js';
 import { CliError, type Output } from '../output.js';
@@ -12,22 +11,11 @@ import { formatTable } from '../table.js';
 import { readTrustedKeys } from '../trusted-keys.js';
 import { progressOnStderr, reportVerification } from '../verification-report.js';
 import { verifyBundleFile } from './audit-bundle.js';
-import { auditChainCommands } from './audit-chain.js';
 
-const FILTERS = {
-  project: { type: 'string', value: 'ID', help: "only this project's devices" },
-  device: { type: 'string', value: 'PUBLIC_ID', help: 'only this device' },
-  from: { type: 'string', value: 'T', help: 'from this ISO 8601 instant on' },
-  to: { type: 'string', value: 'T', help: 'before this ISO 8601 instant' },
-} as const;
-
-const CHECKPOINTS = {
-  checkpoints: {
-    type: 'boolean',
-    help: 'beside each row, the first checkpoint that signs it (sequence, signedAt), or unsigned',
-  },
-} as const;
-
+/**
+ * What `devcloud audit` runs (its declarations are in ../declarations/audit.ts): replays from the event store
+ * (docs/commands.md, Audit), one JSON object per row with --json, a table otherwise; and `audit verify`.
+ */
 interface AuditCliOptions {
   readonly project?: string;
   readonly device?: string;
@@ -49,70 +37,8 @@ interface VerifyCliOptions {
 /** More threads than this would only queue on the database's connections and cores. */
 const MAX_VERIFY_THREADS = 32;
 
-/**
- * `devcloud audit`: who did what, when, with what outcome, at which event position, replayed from the event
- * store (docs/commands.md, Audit). One JSON object per row with --json, a table otherwise.
- */
-export const auditCommands: CommandGroup = {
-  name: 'audit',
-  summary: 'who did what, when, with what outcome: replayed from the event store (docs/commands.md)',
-  subcommands: [
-    defineCommand({
-      name: 'grants',
-      summary: 'replay grant changes from the event store, or (--as-of T) the grants in force at instant T',
-      details: 'A table, or one JSON object per row with --json.',
-      options: {
-        ...FILTERS,
-        'as-of': {
-          type: 'string',
-          value: 'T',
-          help: 'the grants in force at this instant (not with --from, --to)',
-        },
-        ...CHECKPOINTS,
-        ...JSON_OUTPUT,
-      },
-      run: ({ out, values }) => audit(out, 'grants', values),
-    }),
-    defineCommand({
-      name: 'commands',
-      summary: 'replay command steps from the event store',
-      details: 'A table, or one JSON object per row with --json.',
-      options: { ...FILTERS, ...CHECKPOINTS, ...JSON_OUTPUT },
-      run: ({ out, values }) => audit(out, 'commands', values),
-    }),
-    defineCommand({
-      name: 'verify',
-      summary: 'recompute the audit chains from the event store and check every signed checkpoint',
-      details:
-        'Names the first position where the history differs (changed, removed, inserted, reordered) and exits ' +
-        'non-zero. Progress on stderr on long runs; one JSON line with --json. --from/--to select by ' +
-        'recording time. --trusted-keys FILE (from `audit keys export`) trusts only those keys. --bundle FILE ' +
-        'verifies an exported bundle instead, offline: no database is opened.',
-      options: {
-        bundle: {
-          type: 'string',
-          value: 'FILE',
-          help: 'verify this bundle (`audit export`) offline instead',
-        },
-        project: { type: 'string', value: 'ID', help: "only this project's chain" },
-        from: FILTERS.from,
-        to: FILTERS.to,
-        'trusted-keys': { type: 'string', value: 'FILE', help: 'trust only the audit keys in FILE' },
-        threads: {
-          type: 'string',
-          value: 'N',
-          help: 'verify N stretches of the history at once (default: one a core, for 100,000 events a core or more)',
-        },
-        ...JSON_OUTPUT,
-      },
-      run: ({ out, values }) => auditVerify(out, values),
-    }),
-    ...auditChainCommands,
-  ],
-};
-
 /** The history in the database verified (src/audit/verify.ts), or a bundle's offline (--bundle). */
-async function auditVerify(out: Output, options: VerifyCliOptions): Promise<void> {
+export async function auditVerify(out: Output, options: VerifyCliOptions): Promise<void> {
   if (options.bundle !== undefined) {
     if (options.project ?? options.from ?? options.to ?? options.threads) {
       throw new CliError(
@@ -144,7 +70,11 @@ async function verifyDatabase(options: VerifyCliOptions, trustedKeys: AuditPubli
   );
 }
 
-async function audit(out: Output, sub: 'grants' | 'commands', options: AuditCliOptions): Promise<void> {
+export async function audit(
+  out: Output,
+  sub: 'grants' | 'commands',
+  options: AuditCliOptions,
+): Promise<void> {
   const filter: AuditFilter = {
     projectId: options.project,
     deviceId: options.device,

@@ -6,58 +6,12 @@ import { loadProject } from '../../identity/projects.js';
 import { catchUpProjector } from '../../projections/catch-up.js';
 import { identityProjector } from '../../projections/identity/projector.js';
 import { listClients } from '../../projections/identity/queries.js';
-import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 
 const METADATA = { source: 'devcloud-cli' };
 
-const PROJECT = { type: 'string', value: 'ID', required: true, help: 'the project' } as const;
-
-export const clientCommands: CommandGroup = {
-  name: 'client',
-  summary: "a project's OAuth clients",
-  subcommands: [
-    defineCommand({
-      name: 'create',
-      summary: 'create an OAuth client; its secret is shown once',
-      details: 'Only a hash of the secret is stored.',
-      options: {
-        project: PROJECT,
-        scopes: {
-          type: 'string',
-          value: '"S1 S2"',
-          required: true,
-          help: `what it may do, separated by spaces or commas, from: ${SCOPES.join(' ')}`,
-        },
-        auth: {
-          type: 'string',
-          value: 'post|basic',
-          help: 'how it sends its secret to the token endpoint (default post)',
-        },
-        name: { type: 'string', value: 'N', help: 'a name to tell it by' },
-        ...JSON_OUTPUT,
-      },
-      run: ({ out, values }) =>
-        clientCreate(out, { ...values, project: values.project!, scopes: values.scopes! }),
-    }),
-    defineCommand({
-      name: 'list',
-      summary: "a project's clients (never secrets)",
-      options: { project: PROJECT, ...JSON_OUTPUT },
-      run: ({ out, values }) => clientList(out, values.project!),
-    }),
-    defineCommand({
-      name: 'revoke',
-      args: ['CLIENT_ID'],
-      summary: 'revoke a client and its tokens',
-      options: JSON_OUTPUT,
-      run: ({ out, args }) => clientRevoke(out, args[0]),
-    }),
-  ],
-};
-
-async function clientCreate(
+export async function clientCreate(
   out: Output,
   options: { project: string; scopes: string; auth?: string; name?: string },
 ): Promise<void> {
@@ -98,7 +52,7 @@ async function clientCreate(
 }
 
 /** Lists a project's clients from the identity read model; secrets and their hashes are never in it. */
-async function clientList(out: Output, projectId: string): Promise<void> {
+export async function clientList(out: Output, projectId: string): Promise<void> {
   await withCliContext(async ({ database, store }) => {
     const known =
       projectIdSchema.safeParse(projectId).success && (await loadProject(store, projectId)).exists;
@@ -117,7 +71,7 @@ async function clientList(out: Output, projectId: string): Promise<void> {
   });
 }
 
-async function clientRevoke(out: Output, clientId: string | undefined): Promise<void> {
+export async function clientRevoke(out: Output, clientId: string | undefined): Promise<void> {
   if (!clientId) throw new CliError('client revoke: the client id is required');
   await withCliContext(async ({ store }) => {
     const revoked = await revokeClient(store, clientId, METADATA).catch((error: unknown) => {

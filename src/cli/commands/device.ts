@@ -2,45 +2,15 @@ import { setDeviceProfile, setDeviceStatus, type AdminOutcome } from '../../cont
 import { DEVICE_STATUSES, isDeviceStatus } from '../../domain/devices/index.js';
 import { Conflict, NotFound } from '../../domain/errors.js';
 import { isDisplaySafeText } from '../../domain/text.js';
-import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 import { cliRefusal } from './projects.js';
-
-const DEVICE_OPTIONS = {
-  reason: { type: 'string', value: 'TEXT', help: 'why, recorded with the event (1 to 500 characters)' },
-  ...JSON_OUTPUT,
-} as const;
-
-export const deviceCommands: CommandGroup = {
-  name: 'device',
-  summary: 'operator moves of a device (docs/commands.md)',
-  subcommands: [
-    defineCommand({
-      name: 'profile',
-      args: ['PUBLIC_ID', 'verified|draft'],
-      summary: "verify a device's catalogue profile, or downgrade it",
-      details: 'A downgrade revokes its S2/S3 grants and cancels their pending commands.',
-      options: DEVICE_OPTIONS,
-      run: ({ out, args: [deviceId, target], values }) =>
-        deviceMove(out, 'profile', deviceId, target, values),
-    }),
-    defineCommand({
-      name: 'status',
-      args: ['PUBLIC_ID', DEVICE_STATUSES.join('|')],
-      summary: 'move a device through its lifecycle (docs/commands.md)',
-      details: 'Leaving active cancels its pending commands; a forbidden move exits 1.',
-      options: DEVICE_OPTIONS,
-      run: ({ out, args: [deviceId, target], values }) => deviceMove(out, 'status', deviceId, target, values),
-    }),
-  ],
-};
 
 /**
  * Operator moves of a device. Each records one event naming the operator action and the reason; what it
  * cascades (grants revoked by a downgrade, pending commands cancelled) is recorded in the same append.
  */
-async function deviceMove(
+export async function deviceMove(
   out: Output,
   sub: 'profile' | 'status',
   deviceId: string | undefined,

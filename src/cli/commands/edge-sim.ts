@@ -1,41 +1,12 @@
 import path from 'node:path';
 import { readAgentFiles } from '../../agents/agent-files.js';
 import { createLogger } from '../../infra/logger.js';
-import { defineCommand, JSON_OUTPUT, type OptionValues } from '../command.js';
+import type { OptionValues } from '../command.js';
+import type { EDGE_SIM_OPTIONS } from '../declarations/edge-sim.js';
 import { CliError, type Output } from '../output.js';
 
-const EDGE_SIM_OPTIONS = {
-  agent: { type: 'string', value: 'DIR', required: true, help: 'the files written by agent create' },
-  devices: { type: 'string', value: 'N', help: 'simulated devices (default 13: every device kind)' },
-  rate: { type: 'string', value: 'R', help: 'readings per second per device (default 1)' },
-  duration: { type: 'string', value: 'S', help: 'seconds to run (default: until Ctrl-C)' },
-  seed: { type: 'string', value: 'X', help: 'makes the fleet and its values repeatable (default 1)' },
-  'fail-capabilities': {
-    type: 'string',
-    value: 'K,..',
-    help: 'commands for these capabilities fail (acknowledged failed)',
-  },
-  'fail-rate': { type: 'string', value: 'P', help: 'each command fails with chance P, 0 to 1 (default 0)' },
-  'apply-delay-ms': { type: 'string', value: 'MS', help: 'wait MS before applying a command (default 0)' },
-  'ack-delay-ms': {
-    type: 'string',
-    value: 'MS',
-    help: 'acknowledge a command MS after applying it (default 0)',
-  },
-  ...JSON_OUTPUT,
-} as const;
-
 /** `devcloud edge-sim`: the reference agent, for demos and load. It needs no database: it is the edge. */
-export const edgeSimCommand = defineCommand({
-  name: 'edge-sim',
-  summary: 'run a simulated edge agent (a hub and its devices) with the files of agent create',
-  details:
-    'docs/edge-agent.md describes what it sends and how it answers commands. With --json a progress line every 5 s.',
-  options: EDGE_SIM_OPTIONS,
-  run: ({ out, values }) => edgeSim(out, values),
-});
-
-async function edgeSim(out: Output, options: OptionValues<typeof EDGE_SIM_OPTIONS>): Promise<void> {
+export async function edgeSim(out: Output, options: OptionValues<typeof EDGE_SIM_OPTIONS>): Promise<void> {
   const agent = options.agent!;
   const devices = numberOption(
     'edge-sim',
@@ -58,7 +29,8 @@ async function edgeSim(out: Output, options: OptionValues<typeof EDGE_SIM_OPTION
     throw new CliError(`edge-sim: cannot read the agent files in ${agent}: ${error.message}`);
   });
   const logger = createLogger(process.env.LOG_LEVEL ?? 'info', process.stderr);
-  // Loaded when run, as `serve` loads the service: the other commands start without the MQTT client.
+  // Loaded once the options and the agent files are good, as `serve` loads the service: a refusal does not
+  // wait for the MQTT client.
   const { EdgeSim } = await import('../../edge-sim/index.js');
   const sim = new EdgeSim({ files, devices, rate, seed, logger, commands });
   sim.on('adopted', (d: { ieeeAddr: string; publicId: string }) => logger.info(d, 'device adopted'));

@@ -1,33 +1,10 @@
 import { IEEE_ADDR_PATTERN, canonicalIeeeAddr } from '../../domain/pairing/index.js';
 import { clearRejection } from '../../pairing/candidates.js';
-import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 import { cliRefusal } from './projects.js';
 
-export const pairingCommands: CommandGroup = {
-  name: 'pairing',
-  summary: 'pairing devices with hubs (docs/pairing.md)',
-  subcommands: [
-    defineCommand({
-      name: 'clear-rejection',
-      summary: 'let a rejected device join the hub as a candidate again',
-      options: {
-        hub: { type: 'string', value: 'ID', required: true, help: 'the hub that rejected it' },
-        ieee: {
-          type: 'string',
-          value: 'ADDR',
-          required: true,
-          help: 'its radio address: 0x and 16 hex digits',
-        },
-        ...JSON_OUTPUT,
-      },
-      run: ({ out, values }) => clearRejectionCommand(out, values.hub!, values.ieee!),
-    }),
-  ],
-};
-
-async function clearRejectionCommand(out: Output, hub: string, ieee: string): Promise<void> {
+export async function clearRejectionCommand(out: Output, hub: string, ieee: string): Promise<void> {
   if (!IEEE_ADDR_PATTERN.test(ieee))
     throw new CliError('pairing clear-rejection: --ieee must be 0x and 16 hex digits');
   const ieeeAddr = canonicalIeeeAddr(ieee);

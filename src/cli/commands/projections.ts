@@ -5,45 +5,10 @@ import { rebuildProjector, type RebuildProgress } from '../../projections/rebuil
 import { partitionsOf, MAX_PARTITIONS } from '../../projections/partitions.js';
 import { PartitionsInUse, repartition } from '../../projections/partitioning.js';
 import { allProjectors, PARTITIONABLE, partitioningOf } from '../../runtime/projectors.js';
-import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 
-export const projectionsCommands: CommandGroup = {
-  name: 'projections',
-  summary: 'the read models: where each projector has got to, and rebuilding them from the event store',
-  subcommands: [
-    defineCommand({
-      name: 'status',
-      summary: 'where each projector has got to',
-      options: JSON_OUTPUT,
-      run: ({ out }) => projectionsStatus(out),
-    }),
-    defineCommand({
-      name: 'rebuild',
-      args: ['[NAME]'],
-      summary: 'rebuild read models from the event store',
-      details:
-        'Without NAME: every read model the events still in the store can rebuild. A progress bar on a ' +
-        'terminal, JSON progress lines with --json.',
-      options: JSON_OUTPUT,
-      run: ({ out, args }) => projectionsRebuild(out, args[0]),
-    }),
-    defineCommand({
-      name: 'partition',
-      args: ['NAME', 'COUNT'],
-      summary: 'split a heavy projector (state, telemetry) into COUNT partitions, or back into one',
-      details:
-        'Stop every projector process first: the command refuses while one still projects NAME. Each ' +
-        'current partition is brought to one common position, then the new partitions start from it, so ' +
-        'no event is lost or applied twice. Start the projector processes again afterwards.',
-      options: JSON_OUTPUT,
-      run: ({ out, args }) => projectionsPartition(out, args[0]!, args[1]!),
-    }),
-  ],
-};
-
-async function projectionsStatus(out: Output): Promise<void> {
+export async function projectionsStatus(out: Output): Promise<void> {
   await withCliContext(async ({ config, database, store }) => {
     const head = await store.headPosition();
     const projectors = [];
@@ -74,7 +39,7 @@ async function projectionsStatus(out: Output): Promise<void> {
   });
 }
 
-async function projectionsPartition(out: Output, name: string, countText: string): Promise<void> {
+export async function projectionsPartition(out: Output, name: string, countText: string): Promise<void> {
   const family = PARTITIONABLE.find((p) => p.family === name);
   if (!family)
     throw new CliError(
@@ -103,7 +68,7 @@ async function projectionsPartition(out: Output, name: string, countText: string
   });
 }
 
-async function projectionsRebuild(out: Output, name: string | undefined): Promise<void> {
+export async function projectionsRebuild(out: Output, name: string | undefined): Promise<void> {
   const all = allProjectors();
   // Without a name: every read model that can be rebuilt from the events the store still holds.
   const chosen = name ? all.filter((p) => p.name === name) : all.filter((p) => !p.rebuildRefused);

@@ -1,24 +1,9 @@
 import { DomainError } from '../../domain/errors.js';
 import { createProject } from '../../identity/projects.js';
-import { defineCommand, JSON_OUTPUT, type CommandGroup } from '../command.js';
 import { withCliContext } from '../context.js';
 import { CliError, type Output } from '../output.js';
 
-export const projectCommands: CommandGroup = {
-  name: 'project',
-  summary: 'projects (tenants)',
-  subcommands: [
-    defineCommand({
-      name: 'create',
-      summary: 'create a project (tenant)',
-      details: 'Prints its id.',
-      options: { name: { type: 'string', value: 'NAME', required: true, help: 'its name' }, ...JSON_OUTPUT },
-      run: ({ out, values }) => projectCreate(out, values.name!),
-    }),
-  ],
-};
-
-async function projectCreate(out: Output, name: string): Promise<void> {
+export async function projectCreate(out: Output, name: string): Promise<void> {
   await withCliContext(async ({ store }) => {
     const { projectId } = await createProject(store, { name }, { source: 'devcloud-cli' }).catch(cliRefusal);
     out.result({ projectId }, projectId);

@@ -1,26 +1,11 @@
 import { loadConfig, type Role } from '../../config.js';
 import { createLogger } from '../../infra/logger.js';
 import type { ProjectedBatchMessage } from '../../runtime/projector-process.js';
-import { defineCommand } from '../command.js';
+import { ROLES } from '../declarations/serve.js';
 import { CliError } from '../output.js';
 
-const ROLES: readonly Role[] = ['api', 'ingress', 'projector', 'scheduler'];
-
-export const serveCommand = defineCommand({
-  name: 'serve',
-  summary: 'run the service (all roles by default)',
-  details: 'It runs until SIGINT or SIGTERM.',
-  options: {
-    roles: {
-      type: 'string',
-      value: ROLES.join(','),
-      help: 'the roles this process runs, comma-separated (default: the ROLES variable, else all)',
-    },
-  },
-  run: ({ values }) => serve({ roles: values.roles }),
-});
-
-async function serve(options: { roles?: string }): Promise<void> {
+/** `devcloud serve`: the service's roles in this process, until SIGINT or SIGTERM (or its parent is gone). */
+export async function serve(options: { roles?: string }): Promise<void> {
   const config = loadConfig();
   const roles = options.roles ? parseRoles(options.roles) : config.ROLES;
   const logger = createLogger(config.LOG_LEVEL);
@@ -29,8 +14,8 @@ async function serve(options: { roles?: string }): Promise<void> {
   // Watched from the first moment: a parent killed while this process was still starting must stop it too.
   const isChild = process.send !== undefined;
   const parentGone = isChild ? watchParent() : undefined;
-  // Loaded here, not at the top: the whole service (HTTP, broker, projectors) is half of every other
-  // command's start-up time otherwise.
+  // Loaded here, not at the top: a bad configuration or --roles is refused without loading the whole
+  // service (HTTP, broker, projectors) first.
   const { startService } = await import('../../runtime/service.js');
   const service = await startService(config, logger, roles, {
     projectorProcessEntry: apart ? process.argv[1] : undefined,
