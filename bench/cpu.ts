@@ -168,6 +168,15 @@ export class CpuMeter {
   }
 }
 
+/** How busy the whole machine is from now on: `share()` gives the busy share of all cores since. */
+export function machineBusy(): { share(): number } {
+  const busyAt = machineBusyUs();
+  const startedAt = performance.now();
+  return {
+    share: () => round((machineBusyUs() - busyAt) / ((performance.now() - startedAt) * 1000 * cpuCount()), 2),
+  };
+}
+
 function cpuCount(): number {
   return readFileSync('/proc/cpuinfo', 'utf8').match(/^processor\s*:/gm)?.length ?? 1;
 }
