@@ -20,6 +20,7 @@ export function chainedEventPages(
       maxCount: PAGE,
       eventTypes: CHAINED_EVENT_TYPES,
       dataAsStored: true,
+      longRead: true,
     });
     done = page.atEnd || page.events.length === 0;
     if (page.lastPosition !== undefined) bound = { after: page.lastPosition };

@@ -71,6 +71,12 @@ export interface ReadAllOptions {
   readonly eventTypes?: readonly string[];
   /** With `eventTypes`: also hand back each event's data as the store keeps it (`dataText`), where it keeps text. */
   readonly dataAsStored?: boolean;
+  /**
+   * With `dataAsStored`: a long read through much of the history (audit verification, export), not a
+   * reader at the head. The Postgres store then plans each type on its own (read_types_merged_page), which
+   * is steady on any store but costs more for the few events at the head (docs/eventstore.md).
+   */
+  readonly longRead?: boolean;
 }
 
 export interface ReadAllPage {

@@ -37,6 +37,7 @@ import {
   READ_ALL,
   READ_ALL_OF_TYPES,
   READ_ALL_OF_TYPES_AS_STORED,
+  READ_LONG_OF_TYPES_AS_STORED,
   READ_STREAM,
   RETENTION_HORIZON,
 } from './sql.js';
@@ -233,7 +234,11 @@ export class PostgresEventStore implements EventStore {
     ];
     const { rows } = options.eventTypes
       ? await this.query<EventRow & { is_head: boolean }>(
-          options.dataAsStored ? READ_ALL_OF_TYPES_AS_STORED : READ_ALL_OF_TYPES,
+          !options.dataAsStored
+            ? READ_ALL_OF_TYPES
+            : options.longRead
+              ? READ_LONG_OF_TYPES_AS_STORED
+              : READ_ALL_OF_TYPES_AS_STORED,
           [...parameters, [...new Set(options.eventTypes)]],
         )
       : await this.query<EventRow & { is_head: boolean }>(READ_ALL, parameters);
