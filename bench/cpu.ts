@@ -130,8 +130,7 @@ export class PostgresCpuMeter {
 export class CpuMeter {
   readonly #postgres: PostgresCpuMeter;
   #processes = 0;
-  #machine = 0;
-  #startedAt = 0;
+  #machine = machineBusy();
 
   constructor(
     pool: Pool,
@@ -144,8 +143,7 @@ export class CpuMeter {
   async start(): Promise<void> {
     await this.#postgres.start();
     this.#processes = this.processes();
-    this.#machine = machineBusyUs();
-    this.#startedAt = performance.now();
+    this.#machine = machineBusy();
   }
 
   async stop(): Promise<{
@@ -155,25 +153,27 @@ export class CpuMeter {
     seconds: number;
   }> {
     const processUs = this.processes() - this.#processes;
-    const machineUs = machineBusyUs() - this.#machine;
-    const elapsedUs = (performance.now() - this.#startedAt) * 1000;
+    const { share, seconds } = this.#machine.sinceStart();
     const postgresUs = await this.#postgres.stop();
-    return {
-      processUs,
-      postgresUs,
-      seconds: elapsedUs / 1e6,
-      // How busy the whole machine was (1 = every core): above what we used, someone else was running.
-      machineBusyShare: round(machineUs / (elapsedUs * cpuCount()), 2),
-    };
+    return { processUs, postgresUs, seconds, machineBusyShare: share };
   }
 }
 
-/** How busy the whole machine is from now on: `share()` gives the busy share of all cores since. */
-export function machineBusy(): { share(): number } {
+/**
+ * How busy the whole machine is from now on: `sinceStart()` gives the seconds since and the busy share of
+ * all cores over them (1 = every core; above what we used, someone else was running).
+ */
+export function machineBusy(): { sinceStart(): { share: number; seconds: number } } {
   const busyAt = machineBusyUs();
   const startedAt = performance.now();
   return {
-    share: () => round((machineBusyUs() - busyAt) / ((performance.now() - startedAt) * 1000 * cpuCount()), 2),
+    sinceStart: () => {
+      const elapsedUs = (performance.now() - startedAt) * 1000;
+      return {
+        seconds: elapsedUs / 1e6,
+        share: round((machineBusyUs() - busyAt) / (elapsedUs * cpuCount()), 2),
+      };
+    },
   };
 }
 

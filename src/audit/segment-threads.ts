@@ -15,6 +15,12 @@ export interface StoreConnection {
   >;
 }
 
+/** The connection a thread needs, and nothing else of the configuration (no secret crosses to it). */
+export function storeConnection(databaseUrl: string, config: StoreConnection['eventStore']): StoreConnection {
+  const { EVENTSTORE_URL, EVENTSTORE_FOLLOWER_READS, PROJECTION_IDLE_POLL_MS } = config;
+  return { databaseUrl, eventStore: { EVENTSTORE_URL, EVENTSTORE_FOLLOWER_READS, PROJECTION_IDLE_POLL_MS } };
+}
+
 export interface SegmentThreadInput {
   readonly connection: StoreConnection;
   readonly segment: VerificationSegment;

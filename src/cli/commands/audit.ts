@@ -3,6 +3,7 @@ import { checkpointsCovering } from '../../audit/coverage.js';
 import { grantHistory, grantsInForce } from '../../audit/grants.js';
 import type { AuditFilter } from '../../audit/history.js';
 import type { AuditPublicKey } from '../../audit/signing-keys.js';
+import { storeConnection } from '../../audit/segment-threads.js';
 import { verifyStoredHistory } from '../../audit/verify.js';
 import { withCliContext, type CliContext } from '../context.js';
 import { instant } from '../instant.js';
@@ -64,7 +65,7 @@ async function verifyDatabase(options: VerifyCliOptions, trustedKeys: AuditPubli
   return withCliContext(({ config, store, database }) =>
     verifyStoredHistory(
       // Its other threads (one a core) open their own connections to the same store.
-      { store, pool: database.pool, connection: { databaseUrl: database.url, eventStore: config } },
+      { store, pool: database.pool, connection: storeConnection(database.url, config) },
       { projectId: options.project, from, to, trustedKeys, threads, onProgress: progressOnStderr },
     ),
   );
